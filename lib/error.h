@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* error.h -- negative errno + a thread-local message (read by wc_errmsg). */
+#ifndef WC_ERROR_H
+#define WC_ERROR_H
+
+#include <errno.h>
+
+/* Record "fmt ..." as this thread's last error and return `code` (a negative
+ * errno), so that failure sites read: return wc_err(-EINVAL, "...", ...); */
+int wc_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Like wc_err, appending ": strerror(-code)". */
+int wc_err_sys(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flush.h -- the flush engine's internal contract, shared by lib/flush/*.c,
+ * the cache (lib/*.c), wcbench and the tests.
+ *
+ * A `struct wc_flush_policy` is a resolved policy: the functions chosen for
+ * small and large copies, the flush and the drain, for one mapping
+ * granularity.  The process default (wc_pmem_* in wcache.h) is one policy;
+ * every cache resolves its own, so two caches may differ.
+ *
+ * Ordering rules (the whole point of the engine):
+ *  - copy, set, flush and store8 start write-back but never fence;
+ *  - drain is the only fence (SFENCE on x86): after it, everything the
+ *    calling thread copied, set, flushed or stored through the engine is in
+ *    the persistence domain;
+ *  - the observer, when set, sees every range as it is written and every
+ *    drain: that is what the power-failure simulator records.  Nothing the
+ *    cache persists may bypass these functions.
+ */
+#ifndef WC_FLUSH_H
+#define WC_FLUSH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "wcache.h"
+
+enum wc_granularity {
+	WC_GRAN_BYTE = 0,   /* eADR: caches are persistent; stores + drain */
+	WC_GRAN_CACHE_LINE, /* ADR: the engine's flushes + drain */
+	WC_GRAN_PAGE,       /* not DAX: libpmem2's msync-based persist */
+};
+
+typedef void (*wc_copy_fn)(void *dst, const void *src, size_t n);
+typedef void (*wc_set_fn)(void *dst, int c, size_t n);
+typedef void (*wc_range_fn)(const void *addr, size_t n);
+typedef void (*wc_drain_fn)(void);
+
+/* Test hook: told of every persistence event of one policy. */
+struct wc_flush_observer {
+	/* [addr, addr+n) was written and its write-back started; it becomes
+	 * persistent at the next drain.  `atomic8` marks an aligned 8-byte
+	 * store that can never tear (the commit record). */
+	void (*written)(void *ctx, const void *addr, size_t n, int atomic8);
+	/* A drain (fence) completed. */
+	void (*drained)(void *ctx);
+	void *ctx;
+};
+
+struct wc_flush_policy {
+	enum wc_granularity gran;
+	size_t threshold;               /* copies >= threshold take the large path */
+	wc_copy_fn copy_small, copy_large;
+	wc_set_fn set_small, set_large;
+	wc_range_fn flush;              /* write back cached stores */
+	wc_drain_fn drain;              /* the fence */
+	const struct wc_flush_observer *observer; /* NULL outside tests */
+	struct wc_pmem_info info;       /* what is in force, and why */
+};
+
+/*
+ * Resolve a policy from `cfg` (NULL or all-zero = the process default, which
+ * includes the WC_PMEM_* environment) for CACHE_LINE granularity.
+ * 0 or -EINVAL/-ENOTSUP with a message.
+ */
+int wc_flush_policy_init(struct wc_flush_policy *p, const struct wc_pmem_config *cfg);
+
+/*
+ * Adapt a resolved policy to a mapping's granularity.  For WC_GRAN_PAGE the
+ * caller passes libpmem2's flush and drain functions of that mapping
+ * (pmem2_get_flush_fn / pmem2_get_drain_fn); they are ignored otherwise.
+ */
+void wc_flush_policy_set_granularity(struct wc_flush_policy *p, enum wc_granularity g,
+                                     wc_range_fn page_flush, wc_drain_fn page_drain);
+
+/* The process-wide default policy (resolved once, thread-safe). */
+const struct wc_flush_policy *wc_flush_default(void);
+
+static inline void wc_flush_copy(const struct wc_flush_policy *p, void *dst,
+                                 const void *src, size_t n)
+{
+	(n < p->threshold ? p->copy_small : p->copy_large)(dst, src, n);
+	if (__builtin_expect(p->observer != NULL, 0))
+		p->observer->written(p->observer->ctx, dst, n, 0);
+}
+
+static inline void wc_flush_set(const struct wc_flush_policy *p, void *dst, int c, size_t n)
+{
+	(n < p->threshold ? p->set_small : p->set_large)(dst, c, n);
+	if (__builtin_expect(p->observer != NULL, 0))
+		p->observer->written(p->observer->ctx, dst, n, 0);
+}
+
+/* Write back [addr, addr+n) that the caller stored with plain stores. */
+static inline void wc_flush_range(const struct wc_flush_policy *p, const void *addr, size_t n)
+{
+	p->flush(addr, n);
+	if (__builtin_expect(p->observer != NULL, 0))
+		p->observer->written(p->observer->ctx, addr, n, 0);
+}
+
+/* One aligned 8-byte store that cannot tear, then write-back of its line. */
+static inline void wc_flush_store8(const struct wc_flush_policy *p, uint64_t *dst, uint64_t v)
+{
+	__atomic_store_n(dst, v, __ATOMIC_RELEASE);
+	p->flush(dst, sizeof(*dst));
+	if (__builtin_expect(p->observer != NULL, 0))
+		p->observer->written(p->observer->ctx, dst, sizeof(*dst), 1);
+}
+
+static inline void wc_flush_drain(const struct wc_flush_policy *p)
+{
+	p->drain();
+	if (__builtin_expect(p->observer != NULL, 0))
+		p->observer->drained(p->observer->ctx);
+}
+
+#endif /* WC_FLUSH_H */

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * testhooks.h -- test-only hooks, NULL in production.  The power-failure
+ * simulator (tests/crashsim.c) sets them before creating or opening a cache:
+ * the cache installs `observer` into its flush policy right after mapping
+ * (so format and recovery are observed too) and reports the mapping.
+ */
+#ifndef WC_TESTHOOKS_H
+#define WC_TESTHOOKS_H
+
+#include <stddef.h>
+
+#include "flush/flush.h"
+
+struct wc_test_hooks {
+	const struct wc_flush_observer *observer;
+	void (*mapped)(void *ctx, void *base, size_t len);   /* before format/recovery */
+	void (*unmapped)(void *ctx, void *base, size_t len); /* before munmap */
+	void *ctx;
+};
+
+extern struct wc_test_hooks *wc_test_hooks;
+
+#endif
