@@ -179,6 +179,8 @@ struct wc_config {
 	struct wc_pmem_config pmem; /* flush policy for this cache (all zero = process default) */
 	/* additions beyond the contract: */
 	unsigned writeback_max_io_kib; /* largest merged write-back I/O; default 1024 */
+	uint64_t cache_size;        /* wc_create: create or extend a regular cache file to this
+	                               many bytes (0 = use the file as it is) */
 };
 
 void wc_config_init(struct wc_config *cfg);
@@ -189,7 +191,8 @@ int wc_config_parse(struct wc_config *cfg, const char *options);
 /* Format a new cache; refuses a path that already holds a valid cache. */
 int wc_create(wc_cache **out, const char *cache_path, const char *origin_path,
               const struct wc_config *cfg);
-/* Recover an existing cache; cfg may be NULL (defaults). */
+/* Recover an existing cache; cfg may be NULL (defaults).  cfg->block_size 0
+ * takes the superblock's; any other value must match it. */
 int wc_open(wc_cache **out, const char *cache_path, const char *origin_path,
             const struct wc_config *cfg);
 /* The same with an origin the embedder supplies; on success the cache owns

@@ -48,7 +48,10 @@ static inline const char *wc_test_dir(void)
  * caller provides the buffer. */
 static inline char *wc_test_path(char *buf, size_t len, const char *name)
 {
-	snprintf(buf, len, "%s/%s", wc_test_dir(), name);
+	if ((size_t)snprintf(buf, len, "%s/%s", wc_test_dir(), name) >= len) {
+		fprintf(stderr, "scratch path too long: %s/%s\n", wc_test_dir(), name);
+		exit(99);
+	}
 	return buf;
 }
 

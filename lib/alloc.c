@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * alloc.c -- free cache blocks.
+ *
+ * The free blocks are spread over WC_FREE_PARTS lists, each with its own lock;
+ * a thread starts at "its" list and steals from the others when it is empty,
+ * so two writers rarely touch the same lock or cache line.  A block enters a
+ * free list only after its pmem entry was invalidated AND drained: otherwise a
+ * crash after reuse could pair the old entry with new data.
+ */
+#include <time.h>
+
+#include "cache_impl.h"
+#include "error.h"
+
+static __thread unsigned thread_part = ~0u;
+
+int wc_freelist_init(struct wc_cache *c)
+{
+	for (unsigned i = 0; i < WC_FREE_PARTS; i++) {
+		pthread_mutex_init(&c->free[i].lock, NULL);
+		c->free[i].head = WC_NIL;
+		c->free[i].count = 0;
+	}
+	pthread_mutex_init(&c->free_wait_lock, NULL);
+	pthread_cond_init(&c->free_cond, NULL);
+	return 0;
+}
+
+uint64_t wc_free_count(struct wc_cache *c)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < WC_FREE_PARTS; i++)
+		n += __atomic_load_n(&c->free[i].count, __ATOMIC_RELAXED);
+	return n;
+}
+
+static int64_t pop_any(struct wc_cache *c)
+{
+	if (thread_part == ~0u)
+		thread_part = atomic_fetch_add(&c->free_rr, 1);
+	for (unsigned k = 0; k < WC_FREE_PARTS; k++) {
+		struct wc_freelist *p = &c->free[(thread_part + k) % WC_FREE_PARTS];
+		uint32_t idx;
+
+		if (!__atomic_load_n(&p->count, __ATOMIC_RELAXED))
+			continue;
+		pthread_mutex_lock(&p->lock);
+		idx = p->head;
+		if (idx != WC_NIL) {
+			p->head = c->e[idx].next;
+			__atomic_store_n(&p->count, p->count - 1, __ATOMIC_RELAXED);
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (idx != WC_NIL) {
+			c->e[idx].next = c->e[idx].prev = WC_NIL;
+			return idx;
+		}
+	}
+	return -1;
+}
+
+void wc_wake_freelist_waiters(struct wc_cache *c)
+{
+	pthread_mutex_lock(&c->free_wait_lock);
+	if (c->free_waiters)
+		pthread_cond_broadcast(&c->free_cond);
+	pthread_mutex_unlock(&c->free_wait_lock);
+}
+
+static void wait_for_free(struct wc_cache *c)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 50 * 1000 * 1000; /* re-check errors and cleaner mode */
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&c->free_wait_lock);
+	c->free_waiters++;
+	if (wc_free_count(c) == 0)
+		pthread_cond_timedwait(&c->free_cond, &c->free_wait_lock, &ts);
+	c->free_waiters--;
+	pthread_mutex_unlock(&c->free_wait_lock);
+}
+
+int64_t wc_alloc_block(struct wc_cache *c)
+{
+	bool counted = false;
+
+	for (;;) {
+		int64_t idx = pop_any(c);
+		int err;
+
+		if (idx >= 0) {
+			if (wc_writeback_due(c))
+				wc_writeback_kick(c);
+			return idx;
+		}
+		err = wc_has_error(c);
+		if (err)
+			return wc_err(-EIO, "%s: no free cache block and the cache is in error state (%d)",
+			              c->cache_path, err);
+		if (!counted) {
+			atomic_fetch_add(&c->blocked_on_freelist, 1);
+			counted = true;
+		}
+		/* Only committed blocks can be written back: a cache full of
+		 * uncommitted blocks needs a commit before anything frees up. */
+		if (atomic_load(&c->uncommitted[0]) || atomic_load(&c->uncommitted[1])) {
+			err = wc_commit(c, false);
+			if (err)
+				return err;
+			continue;
+		}
+		if (c->cfg.no_threads) {
+			/* The host's thread is ours now: nobody else will free. */
+			err = wc_writeback_round(c, false);
+			if (err < 0)
+				return err;
+			if (err == 0 && wc_free_count(c) == 0) {
+				err = wc_writeback_round(c, true);
+				if (err < 0)
+					return err;
+				if (err == 0 && wc_free_count(c) == 0)
+					return wc_err(-ENOSPC, "%s: no free block and nothing to write back",
+					              c->cache_path);
+			}
+			continue;
+		}
+		wc_writeback_kick(c);
+		wait_for_free(c);
+	}
+}
+
+static void push_locked(struct wc_cache *c, struct wc_freelist *p, uint32_t idx)
+{
+	struct wc_entry *e = &c->e[idx];
+
+	e->flags = 0;
+	e->pins = 0;
+	e->origin = WC_NONE;
+	e->seq = WC_NONE;
+	e->prev = WC_NIL;
+	e->next = p->head;
+	p->head = idx;
+	__atomic_store_n(&p->count, p->count + 1, __ATOMIC_RELAXED);
+}
+
+void wc_free_batch(struct wc_cache *c, const uint32_t *idx, size_t n)
+{
+	if (!n)
+		return;
+	/* Spread frees so no list runs dry while another hoards. */
+	for (size_t i = 0; i < n; i++) {
+		struct wc_freelist *p = &c->free[idx[i] % WC_FREE_PARTS];
+
+		pthread_mutex_lock(&p->lock);
+		push_locked(c, p, idx[i]);
+		pthread_mutex_unlock(&p->lock);
+	}
+	wc_wake_freelist_waiters(c);
+}
+
+void wc_free_block(struct wc_cache *c, uint32_t idx)
+{
+	wc_free_batch(c, &idx, 1);
+}

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cache.c -- a cache's life: create (format), open (recover), close.
+ *
+ * Every refusal unwinds completely: nothing stays mapped or open, and the
+ * caller's origin is still the caller's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache_impl.h"
+#include "config.h"
+#include "error.h"
+#include "map.h"
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint32_t wc_now_ms(const struct wc_cache *c)
+{
+	return (uint32_t)(mono_ms() - c->t0_ms);
+}
+
+void wc_set_error(struct wc_cache *c, int err, const char *what)
+{
+	int expected = 0;
+
+	/* The first error wins and stays (as in dm-writecache). */
+	if (atomic_compare_exchange_strong(&c->error, &expected, err ? err : -EIO))
+		fprintf(stderr, "libwcache: %s: entering error state (%d, %s): writes and flushes now fail\n",
+		        c->cache_path, err, what);
+	wc_wake_freelist_waiters(c);
+}
+
+static int cache_new(struct wc_cache **out, const char *cache_path, const struct wc_config *cfg,
+                     bool open)
+{
+	struct wc_cache *c;
+	int ret;
+
+	*out = NULL;
+	if (!cache_path || !*cache_path)
+		return wc_err(-EINVAL, "%s: no cache path", open ? "wc_open" : "wc_create");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return wc_err(-ENOMEM, "%s: cache state", cache_path);
+	c->fd = -1;
+	if (cfg)
+		c->cfg = *cfg;
+	else {
+		wc_config_init(&c->cfg);
+		c->cfg.block_size = 0;
+	}
+	c->cache_path = strdup(cache_path);
+	if (!c->cache_path) {
+		free(c);
+		return wc_err(-ENOMEM, "%s: cache state", cache_path);
+	}
+	pthread_mutex_init(&c->commit_lock, NULL);
+	*out = c;
+	ret = wc_config_validate(&c->cfg, open);
+	if (ret)
+		return wc_err(ret, "%s: %s", cache_path, wc_errmsg());
+	ret = wc_flush_policy_init(&c->fp, &c->cfg.pmem);
+	if (ret)
+		return wc_err(ret, "%s: flush policy: %s", cache_path, wc_errmsg());
+	c->t0_ms = mono_ms() - 1;
+	return 0;
+}
+
+/* Release everything; the origin only if the cache owns it. */
+static void cache_free(struct wc_cache *c, bool close_origin)
+{
+	if (!c)
+		return;
+	if (c->e)
+		wc_index_fini(c);
+	free(c->e);
+	wc_map_close(c);
+	if (close_origin && c->origin.ops)
+		wc_origin_close(&c->origin);
+	pthread_mutex_destroy(&c->commit_lock);
+	free(c->cache_path);
+	free(c);
+}
+
+static int attach_origin(struct wc_cache *c, struct wc_origin origin, uint64_t *size)
+{
+	int ret;
+
+	c->origin = origin;
+	ret = wc_origin_check(&c->origin);
+	if (ret)
+		return ret;
+	ret = wc_origin_size(&c->origin, size);
+	if (ret)
+		return wc_err(ret, "%s: origin size: %s", c->cache_path, wc_errmsg());
+	c->origin_align = wc_origin_alignment(&c->origin);
+	return 0;
+}
+
+static int setup_blocks(struct wc_cache *c, uint64_t origin_size)
+{
+	uint32_t bs = c->layout.block_size;
+	int ret;
+
+	if (c->origin_align > bs)
+		return wc_err(-EINVAL, "%s: block size %u is smaller than the origin's I/O alignment %u",
+		              c->cache_path, bs, c->origin_align);
+	c->block_shift = (uint32_t)__builtin_ctz(bs);
+	c->origin_blocks = origin_size >> c->block_shift;
+	c->e = calloc(c->layout.n_blocks, sizeof(*c->e));
+	if (!c->e)
+		return wc_err(-ENOMEM, "%s: %llu DRAM entries", c->cache_path,
+		              (unsigned long long)c->layout.n_blocks);
+	c->dram_bytes = c->layout.n_blocks * sizeof(*c->e) + sizeof(*c);
+	ret = wc_index_init(c);
+	if (!ret)
+		ret = wc_freelist_init(c);
+	return ret;
+}
+
+int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                     const struct wc_config *cfg)
+{
+	struct wc_cache *c;
+	struct wc_pmem_sb *sb;
+	uint64_t origin_size;
+	int ret;
+
+	if (!out)
+		return wc_err(-EINVAL, "wc_create: NULL result pointer");
+	*out = NULL;
+	ret = cache_new(&c, cache_path, cfg, false);
+	if (!ret)
+		ret = attach_origin(c, origin, &origin_size);
+	if (ret)
+		goto fail;
+	if (origin_size == 0 || origin_size % c->cfg.block_size) {
+		ret = wc_err(-EINVAL, "%s: origin %s is %llu bytes, not a positive multiple of the block size %u",
+		             cache_path, wc_origin_describe(&c->origin), (unsigned long long)origin_size,
+		             c->cfg.block_size);
+		goto fail;
+	}
+	ret = wc_map_open(c, true, c->cfg.cache_size);
+	if (ret)
+		goto fail;
+	sb = wc_sb(c->base);
+	if (wc_sb_validate(sb, c->map_len, cache_path, &c->layout) == 0) {
+		ret = wc_err(-EEXIST, "%s already holds a valid cache (%llu blocks of %u bytes); "
+		             "open it, or wipe its first 4 KiB to reformat", cache_path,
+		             (unsigned long long)sb->n_blocks, sb->block_size);
+		goto fail;
+	}
+	ret = wc_layout_compute(&c->layout, c->map_len, c->cfg.block_size);
+	if (ret) {
+		ret = wc_err(ret, "%s: %s", cache_path, wc_errmsg());
+		goto fail;
+	}
+	ret = setup_blocks(c, origin_size);
+	if (ret)
+		goto fail;
+	ret = wc_format(c, origin_size);
+	if (!ret)
+		ret = wc_recover(c); /* all free; the same path as an open */
+	if (!ret)
+		ret = wc_writeback_start(c);
+	if (ret)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	if (c)
+		wc_writeback_stop(c);
+	cache_free(c, false);
+	return ret;
+}
+
+int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                   const struct wc_config *cfg)
+{
+	struct wc_cache *c;
+	struct wc_pmem_sb *sb;
+	uint64_t origin_size;
+	int ret;
+
+	if (!out)
+		return wc_err(-EINVAL, "wc_open: NULL result pointer");
+	*out = NULL;
+	ret = cache_new(&c, cache_path, cfg, true);
+	if (!ret)
+		ret = attach_origin(c, origin, &origin_size);
+	if (!ret)
+		ret = wc_map_open(c, false, 0);
+	if (ret)
+		goto fail;
+	sb = wc_sb(c->base);
+	ret = wc_sb_validate(sb, c->map_len, cache_path, &c->layout);
+	if (ret)
+		goto fail;
+	if (c->cfg.block_size && c->cfg.block_size != sb->block_size) {
+		ret = wc_err(-EINVAL, "%s: block size %u requested, but the cache was formatted with %u",
+		             cache_path, c->cfg.block_size, sb->block_size);
+		goto fail;
+	}
+	c->cfg.block_size = sb->block_size;
+	if (origin_size < sb->origin_size) {
+		ret = wc_err(-EINVAL, "%s: origin %s has %llu bytes, the cache was formatted for %llu",
+		             cache_path, wc_origin_describe(&c->origin), (unsigned long long)origin_size,
+		             (unsigned long long)sb->origin_size);
+		goto fail;
+	}
+	ret = setup_blocks(c, sb->origin_size);
+	if (!ret)
+		ret = wc_recover(c);
+	if (!ret)
+		ret = wc_writeback_start(c);
+	if (ret)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	if (c)
+		wc_writeback_stop(c);
+	cache_free(c, false);
+	return ret;
+}
+
+static int with_path_origin(wc_cache **out, const char *cache_path, const char *origin_path,
+                            const struct wc_config *cfg, bool open)
+{
+	struct wc_origin origin;
+	int ret;
+
+	if (out)
+		*out = NULL;
+	if (!origin_path || !*origin_path)
+		return wc_err(-EINVAL, "%s: no origin path", cache_path ? cache_path : "wc_create");
+	ret = wc_origin_open_path(&origin, origin_path);
+	if (ret)
+		return ret;
+	ret = open ? wc_open_origin(out, cache_path, origin, cfg)
+	           : wc_create_origin(out, cache_path, origin, cfg);
+	if (ret)
+		wc_origin_close(&origin);
+	return ret;
+}
+
+int wc_create(wc_cache **out, const char *cache_path, const char *origin_path,
+              const struct wc_config *cfg)
+{
+	return with_path_origin(out, cache_path, origin_path, cfg, false);
+}
+
+int wc_open(wc_cache **out, const char *cache_path, const char *origin_path,
+            const struct wc_config *cfg)
+{
+	return with_path_origin(out, cache_path, origin_path, cfg, true);
+}
+
+int wc_close(wc_cache *c)
+{
+	int ret, err;
+
+	if (!c)
+		return wc_err(-EINVAL, "wc_close: NULL cache");
+	/* Stop write-back first: a round in flight completes (its I/O is
+	 * waited for inside the round) and frees only what is durable. */
+	wc_writeback_stop(c);
+	ret = wc_commit(c, false);
+	err = wc_has_error(c);
+	cache_free(c, true);
+	if (err)
+		return wc_err(err, "cache closed in error state (%d)", err);
+	return ret;
+}
+
+int wc_flush(wc_cache *c)
+{
+	if (!c)
+		return wc_err(-EINVAL, "wc_flush: NULL cache");
+	return wc_commit(c, true);
+}
+
+uint64_t wc_size(const wc_cache *c)
+{
+	return c ? c->origin_blocks << c->block_shift : 0;
+}
+
+uint32_t wc_block_size(const wc_cache *c)
+{
+	return c ? c->layout.block_size : 0;
+}

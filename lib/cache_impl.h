@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cache_impl.h -- the cache's DRAM state, shared by the files of lib/.
+ *
+ * Locking (no global lock on the I/O path):
+ *  - shard->lock: the index chain, LRU and superseded lists, the state of
+ *    every entry whose origin block hashes to the shard, and the shard's
+ *    stats.  Never held across a data copy: copies pin the entry instead.
+ *  - freelist part->lock: one of WC_FREE_PARTS free lists.
+ *  - c->commit_lock: one commit at a time (group commit: waiters share it).
+ *  - c->wb_lock: one write-back round at a time.
+ * Order: commit_lock -> shard lock; wb_lock -> commit_lock -> shard lock;
+ * a free-list lock is taken alone.
+ */
+#ifndef WC_CACHE_IMPL_H
+#define WC_CACHE_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "flush/flush.h"
+#include "format.h"
+#include "origin.h"
+#include "wcache.h"
+
+#define WC_SHARDS 64u        /* power of two; > threads on any box we target */
+#define WC_FREE_PARTS 8u
+#define WC_NIL UINT32_MAX
+
+/* Entry flags. */
+enum {
+	WC_E_INDEXED = 1u << 0,    /* on its shard's hash chain */
+	WC_E_CURRENT = 1u << 1,    /* the version reads see */
+	WC_E_SUPERSEDED = 1u << 2, /* an older version, freed after the next commit */
+	WC_E_WB = 1u << 3,         /* being written back */
+	WC_E_WPIN = 1u << 4,       /* an in-place writer is copying into it */
+	WC_E_ON_LRU = 1u << 5,     /* on the shard's age list */
+	WC_E_ON_SUPERSEDED = 1u << 6,
+	WC_E_SUP1 = 1u << 7,       /* ... on list superseded[1] (else [0]) */
+};
+
+/* DRAM twin of one cache block: 40 bytes (dm-writecache spends 88). */
+struct wc_entry {
+	uint64_t origin;       /* origin block number */
+	uint64_t seq;          /* epoch it was written in */
+	uint32_t hash_next;    /* shard hash chain */
+	uint32_t prev, next;   /* LRU / superseded / free list links */
+	uint32_t age_ms;       /* when written, ms since the cache opened */
+	uint16_t pins;         /* readers copying out of the block */
+	uint16_t flags;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct wc_entry) == 40, "DRAM entry stays small");
+
+struct wc_list {
+	uint32_t head, tail;   /* head = oldest */
+	uint64_t count;
+};
+
+struct wc_shard_stats {
+	uint64_t reads, read_hits, writes, write_hits_uncommitted, write_hits_committed,
+	         writes_around, writes_allocate, discards;
+};
+
+struct wc_shard {
+	pthread_mutex_t lock;
+	pthread_cond_t unpinned;   /* a pin was released */
+	unsigned pin_waiters;
+	uint32_t *buckets;
+	uint32_t bucket_mask;
+	struct wc_list lru;        /* current, dirty, not under write-back */
+	/* Older versions waiting for the commit of the epoch that superseded
+	 * them (index: that epoch's parity). */
+	struct wc_list superseded[2];
+	uint64_t current;          /* current entries (dirty blocks) */
+	struct wc_shard_stats st;
+	/* Writers inside epoch e (parity e & 1): the commit of e waits for its
+	 * parity to drain.  Own line: the hot path touches it per block. */
+	_Alignas(64) atomic_uint_fast64_t inflight[2];
+} __attribute__((aligned(64)));
+
+struct wc_freelist {
+	pthread_mutex_t lock;
+	uint32_t head;
+	uint64_t count;
+} __attribute__((aligned(64)));
+
+struct wc_cache {
+	/* identity and geometry */
+	char *cache_path;
+	struct wc_config cfg;
+	struct wc_layout layout;
+	uint64_t origin_blocks;
+	uint32_t block_shift;
+	uint64_t dram_bytes;
+
+	/* mapping */
+	int fd;
+	struct pmem2_source *src;
+	struct pmem2_map *map;
+	void *base;
+	size_t map_len;
+	struct wc_flush_policy fp;
+
+	/* origin */
+	struct wc_origin origin;
+	uint32_t origin_align;
+
+	/* blocks */
+	struct wc_entry *e;
+	struct wc_shard shards[WC_SHARDS];
+	struct wc_freelist free[WC_FREE_PARTS];
+	atomic_uint free_rr;
+	pthread_mutex_t free_wait_lock;
+	pthread_cond_t free_cond;
+	unsigned free_waiters;
+	atomic_uint_fast64_t blocked_on_freelist;
+
+	/* commit state (commit.c) */
+	pthread_mutex_t commit_lock;
+	atomic_uint_fast64_t epoch;          /* seq given to new writes */
+	atomic_uint_fast64_t committed_seq;  /* == durable sb->seq_count */
+	atomic_uint_fast64_t uncommitted[2]; /* blocks allocated per epoch parity */
+	atomic_uint_fast64_t first_dirty_ms; /* time of the oldest uncommitted write; 0 none */
+	atomic_bool origin_dirty;            /* writes went around: flush the origin too */
+	uint64_t commits, flushes;           /* under commit_lock */
+
+	/* write-back (writeback.c) */
+	pthread_mutex_t wb_lock;             /* one round at a time */
+	pthread_mutex_t bg_lock;
+	pthread_cond_t bg_cond;
+	pthread_t bg_thread;
+	bool bg_running, bg_stop, bg_kick;
+	atomic_bool cleaner;
+	atomic_uint_fast64_t wb_inflight;    /* blocks in flight */
+	uint64_t wb_ios, wb_bytes, wb_errors; /* under wb_lock */
+	unsigned wb_failures;                 /* consecutive failed rounds */
+	void *wb_state;                       /* writeback.c's buffers */
+
+	/* errors */
+	atomic_int error;                     /* sticky, first one wins */
+	uint64_t t0_ms;
+};
+
+/* ---- cache.c ---- */
+uint32_t wc_now_ms(const struct wc_cache *c);
+void wc_set_error(struct wc_cache *c, int err, const char *what);
+static inline int wc_has_error(struct wc_cache *c)
+{
+	return atomic_load_explicit(&c->error, memory_order_acquire);
+}
+
+/* ---- index.c ---- */
+static inline struct wc_shard *wc_shard_of(struct wc_cache *c, uint64_t origin_block)
+{
+	/* Fibonacci hashing: sequential blocks spread over shards, so two
+	 * threads streaming nearby ranges rarely share a lock. */
+	return &c->shards[(origin_block * 0x9E3779B97F4A7C15ull) >> 58 & (WC_SHARDS - 1)];
+}
+int wc_index_init(struct wc_cache *c);
+void wc_index_fini(struct wc_cache *c);
+/* The current version of `origin`, or WC_NIL.  Shard lock held. */
+uint32_t wc_index_find(struct wc_cache *c, struct wc_shard *s, uint64_t origin);
+void wc_index_insert(struct wc_cache *c, struct wc_shard *s, uint32_t idx);
+void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx);
+/* True if a version of `origin` other than `skip` is under write-back. */
+bool wc_index_wb_busy(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint32_t skip);
+/* Calls fn for every indexed version of `origin` (current and superseded). */
+void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t origin,
+                           void (*fn)(struct wc_cache *, struct wc_shard *, uint32_t, void *),
+                           void *arg);
+
+void wc_list_push_tail(struct wc_cache *c, struct wc_list *l, uint32_t idx);
+void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx);
+
+/* Wait (shard lock held) until nobody copies from or into idx. */
+void wc_wait_unpinned(struct wc_cache *c, struct wc_shard *s, uint32_t idx);
+void wc_unpin(struct wc_cache *c, struct wc_shard *s, uint32_t idx, bool writer);
+/* Wait (shard lock held) until no version of `origin` is pinned; afterwards
+ * the chain can be walked and changed without releasing the lock. */
+void wc_wait_versions_unpinned(struct wc_cache *c, struct wc_shard *s, uint64_t origin);
+
+/* ---- alloc.c ---- */
+int wc_freelist_init(struct wc_cache *c);
+/* Pop a free block; waits for write-back when none is free.  Returns the
+ * index or a negative errno (sticky error, or -EAGAIN in cleaner mode). */
+int64_t wc_alloc_block(struct wc_cache *c);
+/* Give back blocks whose invalidation is already durable. */
+void wc_free_block(struct wc_cache *c, uint32_t idx);
+void wc_free_batch(struct wc_cache *c, const uint32_t *idx, size_t n);
+uint64_t wc_free_count(struct wc_cache *c);
+void wc_wake_freelist_waiters(struct wc_cache *c);
+
+/* ---- commit.c ---- */
+int wc_commit(struct wc_cache *c, bool count_flush);
+/* Enter the current epoch (returns it); exit after publishing. */
+uint64_t wc_epoch_enter(struct wc_cache *c, struct wc_shard *s);
+void wc_epoch_exit(struct wc_cache *c, struct wc_shard *s, uint64_t epoch);
+/* Persistently invalidate entry idx (seq := WC_NONE, no fence). */
+void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
+/* Unlink a version (shard lock held, unpinned) and invalidate it, so that
+ * once the caller drains it can be freed. */
+void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx);
+bool wc_autocommit_due(struct wc_cache *c);
+
+static inline bool wc_is_committed(struct wc_cache *c, uint64_t seq)
+{
+	return seq < atomic_load_explicit(&c->committed_seq, memory_order_acquire);
+}
+
+/* ---- recover.c ---- */
+int wc_recover(struct wc_cache *c);
+int wc_format(struct wc_cache *c, uint64_t origin_size);
+
+/* ---- writeback.c ---- */
+int wc_writeback_start(struct wc_cache *c);
+void wc_writeback_stop(struct wc_cache *c);
+/* One round: pick, write, make durable, free.  Returns blocks written back,
+ * 0 if nothing was due, or a negative errno. */
+int wc_writeback_round(struct wc_cache *c, bool all);
+void wc_writeback_kick(struct wc_cache *c);
+bool wc_writeback_due(struct wc_cache *c);
+
+#endif /* WC_CACHE_IMPL_H */

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * commit.c -- the commit protocol (group commit, autocommit).
+ *
+ * NOTES ON THE DESIGN
+ *
+ * Definitions.
+ *   epoch          the seq that new writes stamp into their entries (DRAM).
+ *   seq_count      the 8-byte commit counter in the superblock (pmem).
+ *   committed      an entry with seq < seq_count.  Recovery keeps, per origin
+ *                  block, the committed entry with the highest seq; it drops
+ *                  everything else (docs/FORMAT.md).
+ *   commit point   the instant the store of seq_count = E+1 is persistent.
+ *
+ * Invariants.
+ *   (1) A writer publishes its entry {origin, epoch} only after its data copy
+ *       was issued, and both happen inside the epoch (wc_epoch_enter/exit).
+ *   (2) The commit of epoch E first moves new writers to E+1, then waits until
+ *       no writer is inside E, then drains: every data copy and entry of E is
+ *       persistent before seq_count = E+1 is stored.  Hence no commit point
+ *       exposes a block whose data is not all there (no torn block).
+ *   (3) seq_count = E+1 is one aligned 8-byte store: the commit point is
+ *       atomic, and all blocks of epoch E become valid together.
+ *   (4) An entry is only overwritten in place while it is uncommitted and of
+ *       the writer's own epoch; committed entries are immutable until freed.
+ *   (5) A superseded or written-back entry is invalidated (seq := NONE) and
+ *       that store drained BEFORE its block returns to a free list, so a
+ *       reused block can never pair an old entry with new data.
+ *   (6) A commit with no block allocated in its epoch issues no fence.
+ *
+ * Why a writer need not fence (x86).  Writers on other CPUs leave the epoch
+ * with a LOCK-prefixed decrement.  A locked instruction evicts the CPU's
+ * write-combining buffers (non-temporal stores) and is ordered after its
+ * earlier CLFLUSHOPT/CLWB (Intel SDM vol. 2, CLFLUSHOPT; vol. 3 §11.3.1), and
+ * the committer observes the decrement before its own SFENCE and seq store.
+ * dm-writecache leans on the same fact ("wc_unlock serves as a memory
+ * barrier").  Elsewhere each writer drains before leaving (see epoch_exit).
+ *
+ * Transitions -> function:
+ *   free -> uncommitted          io.c publish_new (wc_epoch_enter .. exit)
+ *   uncommitted -> committed     wc_commit
+ *   committed -> superseded      io.c publish_new (a newer version)
+ *   superseded -> free           free_superseded, after the commit
+ *   committed -> under wb -> free writeback.c, after the origin is durable
+ *   any -> free                  io.c wc_discard (invalidate, drain, free)
+ */
+#include <sched.h>
+#include <stdlib.h>
+
+#include "cache_impl.h"
+#include "error.h"
+
+uint64_t wc_epoch_enter(struct wc_cache *c, struct wc_shard *s)
+{
+	for (;;) {
+		uint64_t e = atomic_load(&c->epoch);
+
+		/* Dekker pairing with wc_commit: either the commit sees our
+		 * increment, or we see its new epoch and retry in it. */
+		atomic_fetch_add(&s->inflight[e & 1], 1);
+		if (atomic_load(&c->epoch) == e)
+			return e;
+		atomic_fetch_sub(&s->inflight[e & 1], 1);
+	}
+}
+
+void wc_epoch_exit(struct wc_cache *c, struct wc_shard *s, uint64_t epoch)
+{
+#if !defined(__x86_64__)
+	/* Without x86's locked-instruction ordering, fence our own stores. */
+	wc_flush_drain(&c->fp);
+#endif
+	atomic_fetch_sub(&s->inflight[epoch & 1], 1);
+}
+
+void wc_entry_invalidate(struct wc_cache *c, uint32_t idx)
+{
+	struct wc_pmem_entry *pe = wc_pmem_entry(c->base, &c->layout, idx);
+
+	wc_flush_store8(&c->fp, &pe->seq, WC_NONE);
+}
+
+void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
+{
+	struct wc_entry *e = &c->e[idx];
+
+	if (e->flags & WC_E_ON_LRU)
+		wc_list_remove(c, &s->lru, idx);
+	if (e->flags & WC_E_ON_SUPERSEDED)
+		wc_list_remove(c, &s->superseded[(e->flags & WC_E_SUP1) ? 1 : 0], idx);
+	if (e->flags & WC_E_CURRENT)
+		s->current--;
+	if (e->flags & WC_E_INDEXED)
+		wc_index_remove(c, s, idx);
+	e->flags &= ~(WC_E_ON_LRU | WC_E_ON_SUPERSEDED | WC_E_SUP1 | WC_E_CURRENT);
+	wc_entry_invalidate(c, idx);
+}
+
+struct idx_vec {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+static int vec_push(struct idx_vec *v, uint32_t idx)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 256;
+		uint32_t *nv = realloc(v->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		v->v = nv;
+		v->cap = cap;
+	}
+	v->v[v->n++] = idx;
+	return 0;
+}
+
+/* After the commit of an epoch of parity `par`: the versions its writers
+ * superseded are dead.  Pinned ones (a reader still copying) wait for the
+ * next commit of the same parity. */
+static void free_superseded(struct wc_cache *c, unsigned par)
+{
+	struct idx_vec dead = {0};
+
+	for (unsigned i = 0; i < WC_SHARDS; i++) {
+		struct wc_shard *s = &c->shards[i];
+		uint32_t idx, next;
+
+		if (!__atomic_load_n(&s->superseded[par].count, __ATOMIC_RELAXED))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		for (idx = s->superseded[par].head; idx != WC_NIL; idx = next) {
+			next = c->e[idx].next;
+			if (c->e[idx].pins || (c->e[idx].flags & WC_E_WPIN))
+				continue;
+			if (vec_push(&dead, idx))
+				break; /* out of memory: the rest waits for a later commit */
+			wc_version_drop(c, s, idx);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (dead.n) {
+		/* Invariant (5): the invalidations are durable before reuse. */
+		wc_flush_drain(&c->fp);
+		wc_free_batch(c, dead.v, dead.n);
+	}
+	free(dead.v);
+}
+
+static void wait_epoch_quiet(struct wc_cache *c, uint64_t e)
+{
+	for (unsigned i = 0; i < WC_SHARDS; i++) {
+		unsigned spins = 0;
+
+		while (atomic_load(&c->shards[i].inflight[e & 1])) {
+			/* Writers hold an epoch for one block copy (~1 us at 4 KiB). */
+			if (++spins > 64)
+				sched_yield();
+		}
+	}
+}
+
+int wc_commit(struct wc_cache *c, bool count_flush)
+{
+	uint64_t target = atomic_load(&c->epoch), e;
+	struct wc_pmem_sb *sb = wc_sb(c->base);
+	int err, ret = 0;
+
+	pthread_mutex_lock(&c->commit_lock);
+	if (count_flush)
+		c->flushes++;
+	err = wc_has_error(c);
+	if (err) {
+		pthread_mutex_unlock(&c->commit_lock);
+		return wc_err(-EIO, "%s: commit refused: the cache is in error state (%d)",
+		              c->cache_path, err);
+	}
+	/* Group commit: another thread committed our epoch while we waited. */
+	if (atomic_load(&c->committed_seq) > target)
+		goto origin;
+	e = atomic_load(&c->epoch);
+	if (atomic_load(&c->uncommitted[e & 1]) == 0)
+		goto origin; /* invariant (6): nothing new, no fence */
+
+	atomic_store(&c->epoch, e + 1);
+	wait_epoch_quiet(c, e);
+	wc_flush_drain(&c->fp);                      /* data + entries of e */
+	wc_flush_store8(&c->fp, &sb->seq_count, e + 1);
+	wc_flush_drain(&c->fp);                      /* the commit point */
+	atomic_store(&c->committed_seq, e + 1);
+	atomic_store(&c->uncommitted[e & 1], 0);
+	if (atomic_load(&c->uncommitted[(e + 1) & 1]) == 0)
+		atomic_store(&c->first_dirty_ms, 0);
+	c->commits++;
+	free_superseded(c, e & 1);
+origin:
+	/* Writes that went around the cache must be durable too. */
+	if (atomic_exchange(&c->origin_dirty, false)) {
+		ret = wc_origin_flush(&c->origin);
+		if (ret) {
+			wc_set_error(c, ret, "origin flush after write-around");
+			atomic_store(&c->origin_dirty, true);
+		}
+	}
+	pthread_mutex_unlock(&c->commit_lock);
+	return ret;
+}
+
+bool wc_autocommit_due(struct wc_cache *c)
+{
+	uint64_t first = atomic_load(&c->first_dirty_ms);
+
+	return first && wc_now_ms(c) + 1 - first >= c->cfg.autocommit_ms;
+}

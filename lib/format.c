@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* format.c -- layout math and superblock validation (pure: no I/O). */
+#include <stddef.h>
+
+#include "crc32c.h"
+#include "error.h"
+#include "format.h"
+
+static int block_size_ok(uint32_t bs)
+{
+	return bs >= WC_MIN_BLOCK && bs <= WC_MAX_BLOCK && (bs & (bs - 1)) == 0;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t align)
+{
+	return (x + align - 1) / align * align;
+}
+
+int wc_layout_for_blocks(struct wc_layout *out, uint64_t n_blocks, uint32_t block_size)
+{
+	/* Data blocks start page aligned at least, so a DAX mapping hands
+	 * O_DIRECT write-back whole, aligned pages. */
+	uint64_t align = block_size < 4096 ? 4096 : block_size;
+	uint64_t meta, data;
+
+	if (!block_size_ok(block_size))
+		return wc_err(-EINVAL, "block size %u: must be a power of two in %u..%u",
+		              block_size, WC_MIN_BLOCK, WC_MAX_BLOCK);
+	if (n_blocks == 0 || n_blocks > (UINT64_MAX - WC_SB_REGION) / 16 / 2 ||
+	    n_blocks >= UINT32_MAX)
+		return wc_err(-EFBIG, "%llu blocks: outside 1..%u",
+		              (unsigned long long)n_blocks, UINT32_MAX - 1);
+	meta = WC_SB_REGION + n_blocks * sizeof(struct wc_pmem_entry);
+	data = round_up(meta, align);
+	if (n_blocks > (UINT64_MAX - data) / block_size)
+		return wc_err(-EFBIG, "%llu blocks of %u bytes overflow 64 bits",
+		              (unsigned long long)n_blocks, block_size);
+	out->block_size = block_size;
+	out->n_blocks = n_blocks;
+	out->entries_offset = WC_SB_REGION;
+	out->data_offset = data;
+	out->bytes_used = data + n_blocks * block_size;
+	return 0;
+}
+
+int wc_layout_compute(struct wc_layout *out, uint64_t file_size, uint32_t block_size)
+{
+	uint64_t n;
+	int ret;
+
+	if (!block_size_ok(block_size))
+		return wc_err(-EINVAL, "block size %u: must be a power of two in %u..%u",
+		              block_size, WC_MIN_BLOCK, WC_MAX_BLOCK);
+	if (file_size <= WC_SB_REGION + sizeof(struct wc_pmem_entry) + block_size)
+		goto too_small;
+	n = (file_size - WC_SB_REGION) / (block_size + sizeof(struct wc_pmem_entry));
+	if (n >= UINT32_MAX)
+		n = UINT32_MAX - 1;
+	/* The entry array's round-up to the data alignment may cost a block or
+	 * two; step down until everything fits. */
+	for (; n > 0; n--) {
+		ret = wc_layout_for_blocks(out, n, block_size);
+		if (ret)
+			return ret;
+		if (out->bytes_used <= file_size)
+			return 0;
+	}
+too_small:
+	return wc_err(-ENOSPC, "%llu bytes hold no %u-byte block (superblock %u + entry 16 + block)",
+	              (unsigned long long)file_size, block_size, WC_SB_REGION);
+}
+
+uint32_t wc_sb_crc(const struct wc_pmem_sb *sb)
+{
+	return wc_crc32c(0, (const char *)sb + WC_SB_CRC_START, WC_SB_CRC_END - WC_SB_CRC_START);
+}
+
+int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *path,
+                   struct wc_layout *l)
+{
+	uint64_t magic = sb->magic;
+
+	if (file_size < WC_SB_REGION)
+		return wc_err(-EFBIG, "%s: %llu bytes, smaller than the %u-byte superblock (truncated?)",
+		              path, (unsigned long long)file_size, WC_SB_REGION);
+	if (magic == 0 && sb->version == 0)
+		return wc_err(-ENODATA, "%s: no cache here (magic is zero: never formatted, or the format was torn)", path);
+	if (magic != WC_MAGIC)
+		return wc_err(-EILSEQ, "%s: bad magic 0x%016llx at offset 0 (expected 0x%016llx): not a libwcache cache",
+		              path, (unsigned long long)magic, (unsigned long long)WC_MAGIC);
+	if (sb->version != WC_FORMAT_VERSION)
+		return wc_err(-EPROTO, "%s: format version %u at offset 8, this library reads version %u",
+		              path, sb->version, WC_FORMAT_VERSION);
+	if (wc_sb_crc(sb) != sb->crc)
+		return wc_err(-EBADMSG, "%s: superblock CRC32C mismatch (stored 0x%08x, computed 0x%08x at offset %u)",
+		              path, sb->crc, wc_sb_crc(sb), WC_SB_CRC_END);
+	if (wc_layout_for_blocks(l, sb->n_blocks, sb->block_size))
+		return wc_err(-EUCLEAN, "%s: superblock geometry invalid (block_size %u, n_blocks %llu)",
+		              path, sb->block_size, (unsigned long long)sb->n_blocks);
+	if (sb->entries_offset != l->entries_offset || sb->data_offset != l->data_offset)
+		return wc_err(-EUCLEAN, "%s: superblock offsets (entries %llu, data %llu) disagree with geometry (%llu, %llu)",
+		              path, (unsigned long long)sb->entries_offset, (unsigned long long)sb->data_offset,
+		              (unsigned long long)l->entries_offset, (unsigned long long)l->data_offset);
+	if (sb->origin_size == 0 || sb->origin_size % sb->block_size)
+		return wc_err(-EUCLEAN, "%s: origin size %llu in superblock is not a positive multiple of block size %u",
+		              path, (unsigned long long)sb->origin_size, sb->block_size);
+	if (l->bytes_used > file_size)
+		return wc_err(-EFBIG, "%s: truncated: the superblock needs %llu bytes, the file has %llu",
+		              path, (unsigned long long)l->bytes_used, (unsigned long long)file_size);
+	if (sb->seq_count >= WC_NONE - 1)
+		return wc_err(-EUCLEAN, "%s: commit counter seq_count %llu at offset %u is out of range",
+		              path, (unsigned long long)sb->seq_count, WC_SEQ_OFFSET);
+	return 0;
+}

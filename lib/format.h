@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * format.h -- the on-pmem layout (version 1).  The only code that knows
+ * offsets; docs/FORMAT.md describes the same bytes for tools and people.
+ *
+ *   offset 0                 superblock (4 KiB region)
+ *   offset 4096              entries: n_blocks x struct wc_pmem_entry (16 B)
+ *   offset data_offset       data: n_blocks x block_size, block-size aligned
+ *
+ * All integers little-endian (only little-endian hosts are supported).
+ */
+#ifndef WC_FORMAT_H
+#define WC_FORMAT_H
+
+#include <stdint.h>
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libwcache's on-pmem format is little-endian and only built for little-endian hosts"
+#endif
+
+#define WC_MAGIC 0x3130454843414357ull /* "WCACHE01" read as bytes */
+#define WC_FORMAT_VERSION 1u
+#define WC_SB_REGION 4096u             /* superblock region; entries follow */
+#define WC_SEQ_OFFSET 256u             /* seq_count sits alone in its cache line */
+#define WC_NONE UINT64_MAX             /* entry field value: free / invalidated */
+#define WC_MIN_BLOCK 512u
+#define WC_MAX_BLOCK 65536u
+
+/* Static fields, covered by `crc` (bytes 8 .. offsetof(crc)).  The magic is
+ * outside the CRC because format writes it last, on its own. */
+struct wc_pmem_sb {
+	uint64_t magic;          /*  0 */
+	uint32_t version;        /*  8 */
+	uint32_t block_size;     /* 12 */
+	uint64_t n_blocks;       /* 16 */
+	uint64_t origin_size;    /* 24 bytes of origin this cache was formatted for */
+	uint8_t uuid[16];        /* 32 */
+	uint64_t entries_offset; /* 48 */
+	uint64_t data_offset;    /* 56 */
+	uint64_t pmem_threshold; /* 64 flush policy in force at format (informational) */
+	uint32_t pmem_force;     /* 72 */
+	uint32_t pmem_flush_insn;/* 76 */
+	uint64_t format_time;    /* 80 seconds since the epoch */
+	uint32_t crc;            /* 88 CRC32C of bytes 8..87 */
+	uint32_t pad0;           /* 92 */
+	uint8_t reserved[WC_SEQ_OFFSET - 96];
+	/* The commit counter: one aligned 8-byte store moves the cache from one
+	 * commit point to the next, so it is never covered by the CRC. */
+	uint64_t seq_count;      /* 256 */
+};
+
+#define WC_SB_CRC_START 8u
+#define WC_SB_CRC_END 88u
+
+/* One per cache block.  Committed iff seq < seq_count; free or invalidated
+ * iff seq == WC_NONE (which is never < seq_count). */
+struct wc_pmem_entry {
+	uint64_t origin_block;
+	uint64_t seq;
+};
+
+_Static_assert(sizeof(struct wc_pmem_entry) == 16, "entry is 16 bytes");
+_Static_assert(__builtin_offsetof(struct wc_pmem_sb, crc) == WC_SB_CRC_END, "crc offset");
+_Static_assert(__builtin_offsetof(struct wc_pmem_sb, seq_count) == WC_SEQ_OFFSET, "seq offset");
+_Static_assert(sizeof(struct wc_pmem_sb) <= WC_SB_REGION, "superblock fits its region");
+
+/* The geometry of a cache file, derived from its size and block size. */
+struct wc_layout {
+	uint32_t block_size;
+	uint64_t n_blocks;
+	uint64_t entries_offset;
+	uint64_t data_offset;
+	uint64_t bytes_used;     /* data_offset + n_blocks * block_size */
+};
+
+/* Largest layout that fits `file_size` bytes.  -EINVAL (bad block size),
+ * -ENOSPC (not even one block fits), with a message. */
+int wc_layout_compute(struct wc_layout *out, uint64_t file_size, uint32_t block_size);
+/* The layout a given n_blocks needs (checks overflow). */
+int wc_layout_for_blocks(struct wc_layout *out, uint64_t n_blocks, uint32_t block_size);
+
+uint32_t wc_sb_crc(const struct wc_pmem_sb *sb);
+
+/* Validate a mapped superblock against the file it sits in.  0, or a
+ * negative errno with a message naming `path` and the failing field:
+ * -ENODATA (never formatted: magic and version zero), -EILSEQ (foreign
+ * file / bad magic), -EPROTO (version), -EBADMSG (CRC), -EUCLEAN (fields
+ * inconsistent), -EFBIG (truncated file). */
+int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *path,
+                   struct wc_layout *layout_out);
+
+static inline struct wc_pmem_sb *wc_sb(void *base)
+{
+	return (struct wc_pmem_sb *)base;
+}
+
+static inline struct wc_pmem_entry *wc_pmem_entry(void *base, const struct wc_layout *l,
+                                                  uint64_t idx)
+{
+	return (struct wc_pmem_entry *)((char *)base + l->entries_offset) + idx;
+}
+
+static inline void *wc_pmem_data(void *base, const struct wc_layout *l, uint64_t idx)
+{
+	return (char *)base + l->data_offset + idx * (uint64_t)l->block_size;
+}
+
+#endif /* WC_FORMAT_H */

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * index.c -- the sharded map origin block -> cache block, the per-shard
+ * lists, and pins.
+ *
+ * Each shard is a chained hash table of 32-bit entry indices.  Older versions
+ * of a block stay on the chain (flagged SUPERSEDED) until a commit frees them,
+ * as dm-writecache keeps duplicates in its tree: write-back uses them to keep
+ * two versions of one block in order, discard to drop them all.
+ */
+#include <stdlib.h>
+
+#include "cache_impl.h"
+#include "error.h"
+
+static uint32_t bucket_of(const struct wc_shard *s, uint64_t origin)
+{
+	/* The shard took the top bits of the hash; buckets use the low ones. */
+	return (uint32_t)((origin * 0x9E3779B97F4A7C15ull) >> 20) & s->bucket_mask;
+}
+
+int wc_index_init(struct wc_cache *c)
+{
+	uint64_t per = c->layout.n_blocks / WC_SHARDS + 1, nb = 1;
+
+	while (nb < per)
+		nb <<= 1;
+	for (unsigned i = 0; i < WC_SHARDS; i++) {
+		struct wc_shard *s = &c->shards[i];
+
+		pthread_mutex_init(&s->lock, NULL);
+		pthread_cond_init(&s->unpinned, NULL);
+		s->buckets = malloc(nb * sizeof(uint32_t));
+		if (!s->buckets)
+			return wc_err(-ENOMEM, "%s: index of %llu buckets", c->cache_path,
+			              (unsigned long long)nb * WC_SHARDS);
+		for (uint64_t b = 0; b < nb; b++)
+			s->buckets[b] = WC_NIL;
+		s->bucket_mask = (uint32_t)(nb - 1);
+		s->lru.head = s->lru.tail = WC_NIL;
+		s->superseded[0].head = s->superseded[0].tail = WC_NIL;
+		s->superseded[1].head = s->superseded[1].tail = WC_NIL;
+	}
+	c->dram_bytes += WC_SHARDS * (nb * sizeof(uint32_t) + sizeof(struct wc_shard));
+	return 0;
+}
+
+void wc_index_fini(struct wc_cache *c)
+{
+	for (unsigned i = 0; i < WC_SHARDS; i++) {
+		free(c->shards[i].buckets);
+		c->shards[i].buckets = NULL;
+		pthread_mutex_destroy(&c->shards[i].lock);
+		pthread_cond_destroy(&c->shards[i].unpinned);
+	}
+}
+
+uint32_t wc_index_find(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
+{
+	for (uint32_t i = s->buckets[bucket_of(s, origin)]; i != WC_NIL; i = c->e[i].hash_next)
+		if (c->e[i].origin == origin && (c->e[i].flags & WC_E_CURRENT))
+			return i;
+	return WC_NIL;
+}
+
+void wc_index_insert(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
+{
+	uint32_t *head = &s->buckets[bucket_of(s, c->e[idx].origin)];
+
+	c->e[idx].hash_next = *head;
+	*head = idx;
+	c->e[idx].flags |= WC_E_INDEXED;
+}
+
+void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
+{
+	uint32_t *p = &s->buckets[bucket_of(s, c->e[idx].origin)];
+
+	while (*p != WC_NIL && *p != idx)
+		p = &c->e[*p].hash_next;
+	if (*p == idx)
+		*p = c->e[idx].hash_next;
+	c->e[idx].hash_next = WC_NIL;
+	c->e[idx].flags &= ~WC_E_INDEXED;
+}
+
+bool wc_index_wb_busy(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint32_t skip)
+{
+	for (uint32_t i = s->buckets[bucket_of(s, origin)]; i != WC_NIL; i = c->e[i].hash_next)
+		if (i != skip && c->e[i].origin == origin && (c->e[i].flags & WC_E_WB))
+			return true;
+	return false;
+}
+
+void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t origin,
+                           void (*fn)(struct wc_cache *, struct wc_shard *, uint32_t, void *),
+                           void *arg)
+{
+	uint32_t i = s->buckets[bucket_of(s, origin)];
+
+	while (i != WC_NIL) {
+		uint32_t next = c->e[i].hash_next; /* fn may unlink i */
+
+		if (c->e[i].origin == origin)
+			fn(c, s, i, arg);
+		i = next;
+	}
+}
+
+void wc_list_push_tail(struct wc_cache *c, struct wc_list *l, uint32_t idx)
+{
+	c->e[idx].next = WC_NIL;
+	c->e[idx].prev = l->tail;
+	if (l->tail != WC_NIL)
+		c->e[l->tail].next = idx;
+	else
+		l->head = idx;
+	l->tail = idx;
+	l->count++;
+}
+
+void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx)
+{
+	struct wc_entry *e = &c->e[idx];
+
+	if (e->prev != WC_NIL)
+		c->e[e->prev].next = e->next;
+	else
+		l->head = e->next;
+	if (e->next != WC_NIL)
+		c->e[e->next].prev = e->prev;
+	else
+		l->tail = e->prev;
+	e->prev = e->next = WC_NIL;
+	l->count--;
+}
+
+void wc_wait_unpinned(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
+{
+	while (c->e[idx].pins || (c->e[idx].flags & WC_E_WPIN)) {
+		s->pin_waiters++;
+		pthread_cond_wait(&s->unpinned, &s->lock);
+		s->pin_waiters--;
+	}
+}
+
+void wc_unpin(struct wc_cache *c, struct wc_shard *s, uint32_t idx, bool writer)
+{
+	pthread_mutex_lock(&s->lock);
+	if (writer)
+		c->e[idx].flags &= ~WC_E_WPIN;
+	else
+		c->e[idx].pins--;
+	if (s->pin_waiters)
+		pthread_cond_broadcast(&s->unpinned);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void wc_wait_versions_unpinned(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
+{
+	for (;;) {
+		uint32_t i = s->buckets[bucket_of(s, origin)];
+
+		while (i != WC_NIL && !(c->e[i].origin == origin &&
+		                        (c->e[i].pins || (c->e[i].flags & WC_E_WPIN))))
+			i = c->e[i].hash_next;
+		if (i == WC_NIL)
+			return;
+		wc_wait_unpinned(c, s, i); /* the chain may change: rescan */
+	}
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* map.h -- mapping the cache file with libpmem2. */
+#ifndef WC_MAP_H
+#define WC_MAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct wc_cache;
+
+/* Open and map c->cache_path; with create_size > 0 a missing or smaller
+ * regular file is created/extended to that size.  Sets c->fd, src, map,
+ * base, map_len and adapts c->fp to the mapping's granularity. */
+int wc_map_open(struct wc_cache *c, bool create, uint64_t create_size);
+void wc_map_close(struct wc_cache *c);
+const char *wc_map_granularity_name(const struct wc_cache *c);
+
+#endif

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * origin.c -- backend-independent origin code: validating an embedder's ops
+ * table and synchronous I/O on top of the asynchronous submit/poll pair.
+ */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "origin.h"
+
+/*
+ * How long one poll() inside wc_origin_rw_sync may block.  Another thread
+ * polling the same origin may reap our completion (and run our callback)
+ * while we sleep in poll() waiting for an event that will never come to us;
+ * the slice bounds that extra wait.  Our own completion wakes us at once.
+ */
+#define SYNC_POLL_SLICE_NS 1000000ull /* 1 ms */
+
+/* After a failing poll(), pause before retrying so that a persistent error
+ * does not spin a core (it is retried: see wc_origin_rw_sync). */
+#define SYNC_POLL_ERROR_PAUSE_NS 100000L /* 100 us */
+
+int wc_origin_check(struct wc_origin *o)
+{
+	const struct wc_origin_ops *ops;
+	uint64_t bytes = 0;
+	uint32_t align;
+	int ret;
+
+	if (!o || !o->ops)
+		return wc_err(-EINVAL, "origin: no ops table");
+	ops = o->ops;
+	if (!ops->size)
+		return wc_err(-EINVAL, "origin %s: ops table lacks size()", wc_origin_describe(o));
+	if (!ops->submit)
+		return wc_err(-EINVAL, "origin %s: ops table lacks submit()", wc_origin_describe(o));
+	if (!ops->poll)
+		return wc_err(-EINVAL, "origin %s: ops table lacks poll()", wc_origin_describe(o));
+	if (!ops->flush)
+		return wc_err(-EINVAL, "origin %s: ops table lacks flush()", wc_origin_describe(o));
+	if (!ops->close)
+		return wc_err(-EINVAL, "origin %s: ops table lacks close()", wc_origin_describe(o));
+	align = wc_origin_alignment(o);
+	if (align == 0 || (align & (align - 1)) != 0)
+		return wc_err(-EINVAL, "origin %s: alignment() returned %u, not a power of two",
+		              wc_origin_describe(o), align);
+	ret = wc_origin_size(o, &bytes);
+	if (ret < 0)
+		return ret;
+	if (bytes == 0)
+		return wc_err(-EINVAL, "origin %s: size is 0 bytes", wc_origin_describe(o));
+	return 0;
+}
+
+struct sync_request {
+	struct wc_origin_io io;
+	struct iovec iov;
+	ssize_t res;
+	atomic_int completed;
+};
+
+static void sync_request_done(struct wc_origin_io *io, ssize_t res)
+{
+	struct sync_request *req = io->priv;
+
+	req->res = res;
+	/* Release: publishes res.  This is the callback's last touch of req:
+	 * the waiter may return (and its stack frame vanish) right after. */
+	atomic_store_explicit(&req->completed, 1, memory_order_release);
+}
+
+static void sync_request_wait(struct wc_origin *o, struct sync_request *req)
+{
+	static const struct timespec pause = { 0, SYNC_POLL_ERROR_PAUSE_NS };
+
+	while (!atomic_load_explicit(&req->completed, memory_order_acquire)) {
+		if (wc_origin_poll(o, 1, SYNC_POLL_SLICE_NS) < 0)
+			nanosleep(&pause, NULL);
+	}
+}
+
+static const char *op_name(enum wc_origin_op op)
+{
+	return op == WC_ORIGIN_WRITE ? "write" : "read";
+}
+
+int wc_origin_rw_sync(struct wc_origin *o, enum wc_origin_op op, void *buf, size_t len,
+                      uint64_t off)
+{
+	struct sync_request req;
+	size_t done_bytes = 0;
+	int ret;
+
+	if (op != WC_ORIGIN_READ && op != WC_ORIGIN_WRITE)
+		return wc_err(-EINVAL, "origin %s: sync I/O: unknown op %d", wc_origin_describe(o),
+		              (int)op);
+	while (done_bytes < len) {
+		size_t want = len - done_bytes;
+
+		req.iov.iov_base = (char *)buf + done_bytes;
+		req.iov.iov_len = want;
+		req.io = (struct wc_origin_io){
+			.op = op,
+			.iov = &req.iov,
+			.iovcnt = 1,
+			.offset = off + done_bytes,
+			.done = sync_request_done,
+			.priv = &req,
+		};
+		req.res = 0;
+		atomic_init(&req.completed, 0);
+		ret = wc_origin_submit(o, &req.io);
+		if (ret < 0)
+			return ret; /* the backend's message names path and offset */
+		sync_request_wait(o, &req);
+		if (req.res < 0)
+			return wc_err_sys((int)req.res, "origin %s: %s of %zu bytes at offset %llu",
+			                  wc_origin_describe(o), op_name(op), want,
+			                  (unsigned long long)(off + done_bytes));
+		if (req.res == 0)
+			return wc_err(-EIO, "origin %s: %s of %zu bytes at offset %llu transferred 0 bytes",
+			              wc_origin_describe(o), op_name(op), want,
+			              (unsigned long long)(off + done_bytes));
+		if ((size_t)req.res > want)
+			return wc_err(-EIO, "origin %s: %s of %zu bytes at offset %llu reported %zd bytes",
+			              wc_origin_describe(o), op_name(op), want,
+			              (unsigned long long)(off + done_bytes), req.res);
+		done_bytes += (size_t)req.res;
+	}
+	return 0;
+}
+
+int wc_origin_open_path(struct wc_origin *out, const char *path)
+{
+	return wc_origin_open_aio(out, path, 0);
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * origin.h -- how the cache reaches its origin: dispatchers over the ops
+ * table of wcache.h, a synchronous helper, validation, and the options of
+ * the default (libaio) backend.
+ *
+ * The cache never calls o->ops->... directly: the dispatchers give optional
+ * ops (discard, alignment, describe) one documented default each.
+ */
+#ifndef WC_ORIGIN_H
+#define WC_ORIGIN_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "wcache.h"
+
+static inline int wc_origin_size(struct wc_origin *o, uint64_t *bytes)
+{
+	return o->ops->size(o->ctx, bytes);
+}
+
+/* 0 or -errno; on failure done() is not called. */
+static inline int wc_origin_submit(struct wc_origin *o, struct wc_origin_io *io)
+{
+	return o->ops->submit(o->ctx, io);
+}
+
+/* Completions reaped (their done() ran in this thread) or -errno. */
+static inline int wc_origin_poll(struct wc_origin *o, unsigned min_events, uint64_t timeout_ns)
+{
+	return o->ops->poll(o->ctx, min_events, timeout_ns);
+}
+
+static inline int wc_origin_flush(struct wc_origin *o)
+{
+	return o->ops->flush(o->ctx);
+}
+
+/* -EOPNOTSUPP when the backend has no discard (or its medium refuses it):
+ * discard is advisory, so the cache may ignore that code. */
+static inline int wc_origin_discard(struct wc_origin *o, uint64_t offset, uint64_t len)
+{
+	if (!o->ops->discard)
+		return wc_err(-EOPNOTSUPP, "origin %s: discard: not supported by this backend",
+		              o->ops->describe ? o->ops->describe(o->ctx) : "(custom)");
+	return o->ops->discard(o->ctx, offset, len);
+}
+
+static inline void wc_origin_close(struct wc_origin *o)
+{
+	o->ops->close(o->ctx);
+}
+
+/* Without an alignment op the backend takes any alignment. */
+static inline uint32_t wc_origin_alignment(struct wc_origin *o)
+{
+	return o->ops->alignment ? o->ops->alignment(o->ctx) : 1;
+}
+
+static inline const char *wc_origin_describe(struct wc_origin *o)
+{
+	const char *d = o->ops->describe ? o->ops->describe(o->ctx) : NULL;
+
+	return d ? d : "custom origin";
+}
+
+/*
+ * Check an embedder's origin before the cache uses it: the required ops
+ * (size, submit, poll, flush, close) are present, alignment() is a power of
+ * two, and size() succeeds with a non-zero size.  -EINVAL + message naming
+ * the missing op; size()'s own error otherwise.
+ */
+int wc_origin_check(struct wc_origin *o);
+
+/*
+ * Read or write [off, off + len) synchronously: submit one request and drive
+ * poll() until it completes.  A short transfer is completed by resubmitting
+ * the remainder; a transfer of zero bytes is -EIO.  Returns 0 or -errno with
+ * a message naming the origin, offset and length.
+ *
+ * Safe while other threads submit to and poll the same origin: completions
+ * of their requests reaped here just run their callbacks, and ours may be
+ * reaped by them.  Never returns while the request is in flight (the buffer
+ * is the caller's), so a failing poll() is retried rather than returned.
+ */
+int wc_origin_rw_sync(struct wc_origin *o, enum wc_origin_op op, void *buf, size_t len,
+                      uint64_t off);
+
+/* The default backend on a path: wc_origin_open_aio(out, path, 0). */
+int wc_origin_open_path(struct wc_origin *out, const char *path);
+
+/* Options of the libaio backend beyond wcache.h's wc_origin_open_aio(). */
+struct wc_origin_aio_opts {
+	unsigned queue_depth; /* 0 = 256 */
+	bool force_buffered;  /* skip O_DIRECT: buffered I/O + fdatasync (as when
+	                         the file system refuses O_DIRECT) */
+};
+int wc_origin_open_aio_opts(struct wc_origin *out, const char *path,
+                            const struct wc_origin_aio_opts *opts);
+
+/* What describe() of the libaio backend starts with, per mode (the cache
+ * copies the mode into wc_stats.origin_mode). */
+#define WC_ORIGIN_AIO_MODE_DIRECT   "libaio O_DIRECT"
+#define WC_ORIGIN_AIO_MODE_BUFFERED "libaio buffered+fdatasync"
+
+#endif

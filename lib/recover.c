@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * recover.c -- format a cache, and rebuild the DRAM state from pmem.
+ *
+ * NOTES ON THE DESIGN
+ *
+ * Format (torn-safe): zero the magic and drain; write the entries (all
+ * NONE), the superblock's static fields with their CRC and seq_count = 0;
+ * drain; only then store the magic and drain.  A crash anywhere before the
+ * last drain leaves a file that wc_open refuses as "never formatted".
+ *
+ * Recovery is one linear scan of the entries, in two passes:
+ *   pass 1 (read only) classifies every entry and builds the index:
+ *     seq == NONE             free
+ *     seq >= seq_count        uncommitted: dropped, to invalidate
+ *     origin outside origin   corruption: refuse (nothing was written)
+ *     same origin, same seq   corruption: refuse
+ *     same origin, lower seq  the older one is dropped, to invalidate
+ *   pass 2 invalidates the dropped entries and drains once, before any block
+ *   is reused: a stale uncommitted entry must never become committed by the
+ *   next commit (new writes use seq_count as their epoch).
+ * Recovery is idempotent: a crash during pass 2 leaves entries that the next
+ * recovery classifies the same way.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache_impl.h"
+#include "error.h"
+
+#define WC_E_DROP WC_E_WPIN /* pass 1 -> pass 2 marker; never set on a free entry otherwise */
+
+int wc_format(struct wc_cache *c, uint64_t origin_size)
+{
+	struct wc_pmem_sb *sb = wc_sb(c->base), img;
+	const struct wc_layout *l = &c->layout;
+	struct timespec now;
+	FILE *ur;
+
+	/* A previous cache's magic must not survive a torn format. */
+	wc_flush_store8(&c->fp, &sb->magic, 0);
+	wc_flush_drain(&c->fp);
+
+	memset(&img, 0, sizeof(img));
+	img.version = WC_FORMAT_VERSION;
+	img.block_size = l->block_size;
+	img.n_blocks = l->n_blocks;
+	img.origin_size = origin_size;
+	ur = fopen("/dev/urandom", "rb");
+	if (!ur || fread(img.uuid, 1, sizeof(img.uuid), ur) != sizeof(img.uuid)) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		for (unsigned i = 0; i < sizeof(img.uuid); i++)
+			img.uuid[i] = (uint8_t)((now.tv_nsec >> (i % 8)) ^ (i * 131) ^ getpid());
+	}
+	if (ur)
+		fclose(ur);
+	img.uuid[6] = (img.uuid[6] & 0x0f) | 0x40; /* RFC 4122 version 4 */
+	img.uuid[8] = (img.uuid[8] & 0x3f) | 0x80;
+	img.entries_offset = l->entries_offset;
+	img.data_offset = l->data_offset;
+	img.pmem_threshold = c->fp.threshold;
+	img.pmem_force = (uint32_t)c->cfg.pmem.force;
+	img.pmem_flush_insn = (uint32_t)c->cfg.pmem.flush_insn;
+	clock_gettime(CLOCK_REALTIME, &now);
+	img.format_time = (uint64_t)now.tv_sec;
+	img.crc = wc_sb_crc(&img);
+	img.seq_count = 0;
+
+	wc_flush_set(&c->fp, wc_pmem_entry(c->base, l, 0), 0xff,
+	             l->n_blocks * sizeof(struct wc_pmem_entry));
+	wc_flush_copy(&c->fp, (char *)sb + 8, (const char *)&img + 8, sizeof(img) - 8);
+	wc_flush_drain(&c->fp);
+	wc_flush_store8(&c->fp, &sb->magic, WC_MAGIC);
+	wc_flush_drain(&c->fp);
+	return 0;
+}
+
+struct age_key {
+	uint64_t seq;
+	uint32_t idx;
+};
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct age_key *x = a, *y = b;
+
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Pass 1.  Builds the index; returns 0 or a refusal (nothing written). */
+static int classify(struct wc_cache *c, uint64_t seq_count, uint64_t *n_drop)
+{
+	const struct wc_layout *l = &c->layout;
+
+	for (uint64_t i = 0; i < l->n_blocks; i++) {
+		const struct wc_pmem_entry *pe = wc_pmem_entry(c->base, l, i);
+		uint64_t origin = pe->origin_block, seq = pe->seq;
+		struct wc_entry *e = &c->e[i];
+		struct wc_shard *s;
+		uint32_t other;
+
+		e->origin = origin;
+		e->seq = seq;
+		e->flags = 0;
+		e->pins = 0;
+		e->hash_next = e->prev = e->next = WC_NIL;
+		if (seq == WC_NONE)
+			continue;
+		if (seq >= seq_count) {
+			e->flags = WC_E_DROP;
+			(*n_drop)++;
+			continue;
+		}
+		if (origin >= c->origin_blocks)
+			return wc_err(-EUCLEAN, "%s: entry %llu (offset %llu) maps origin block %llu, beyond the origin's %llu blocks",
+			              c->cache_path, (unsigned long long)i,
+			              (unsigned long long)(l->entries_offset + i * sizeof(*pe)),
+			              (unsigned long long)origin, (unsigned long long)c->origin_blocks);
+		s = wc_shard_of(c, origin);
+		other = wc_index_find(c, s, origin);
+		if (other != WC_NIL && c->e[other].seq == seq)
+			return wc_err(-EUCLEAN, "%s: entries %u and %llu both hold origin block %llu with seq %llu",
+			              c->cache_path, other, (unsigned long long)i,
+			              (unsigned long long)origin, (unsigned long long)seq);
+		if (other != WC_NIL && c->e[other].seq > seq) {
+			e->flags = WC_E_DROP;
+			(*n_drop)++;
+			continue;
+		}
+		if (other != WC_NIL) {
+			wc_index_remove(c, s, other);
+			c->e[other].flags = WC_E_DROP;
+			s->current--;
+			(*n_drop)++;
+		}
+		e->flags = WC_E_CURRENT;
+		wc_index_insert(c, s, (uint32_t)i);
+		s->current++;
+	}
+	return 0;
+}
+
+int wc_recover(struct wc_cache *c)
+{
+	const struct wc_layout *l = &c->layout;
+	uint64_t seq_count = wc_sb(c->base)->seq_count, n_drop = 0, n_cur = 0;
+	struct age_key *ages;
+	uint32_t *fre;
+	size_t n_free = 0;
+	int ret;
+
+	ret = classify(c, seq_count, &n_drop);
+	if (ret)
+		return ret;
+
+	/* Pass 2. */
+	if (n_drop) {
+		for (uint64_t i = 0; i < l->n_blocks; i++)
+			if (c->e[i].flags & WC_E_DROP)
+				wc_entry_invalidate(c, (uint32_t)i);
+		wc_flush_drain(&c->fp);
+	}
+
+	for (uint64_t i = 0; i < l->n_blocks; i++)
+		n_cur += (c->e[i].flags & WC_E_CURRENT) != 0;
+	ages = malloc(sizeof(*ages) * (n_cur ? n_cur : 1));
+	fre = malloc(sizeof(*fre) * (l->n_blocks - n_cur ? l->n_blocks - n_cur : 1));
+	if (!ages || !fre) {
+		free(ages);
+		free(fre);
+		return wc_err(-ENOMEM, "%s: recovery of %llu blocks", c->cache_path,
+		              (unsigned long long)l->n_blocks);
+	}
+	n_cur = 0;
+	for (uint64_t i = 0; i < l->n_blocks; i++) {
+		if (c->e[i].flags & WC_E_CURRENT)
+			ages[n_cur++] = (struct age_key){ c->e[i].seq, (uint32_t)i };
+		else
+			fre[n_free++] = (uint32_t)i;
+	}
+	/* Ages are not persistent: the commit order stands in for them, so
+	 * write-back still starts with the oldest data. */
+	qsort(ages, n_cur, sizeof(*ages), by_seq);
+	for (uint64_t k = 0; k < n_cur; k++) {
+		uint32_t idx = ages[k].idx;
+		struct wc_shard *s = wc_shard_of(c, c->e[idx].origin);
+
+		c->e[idx].flags |= WC_E_ON_LRU;
+		c->e[idx].age_ms = 0;
+		wc_list_push_tail(c, &s->lru, idx);
+	}
+	wc_free_batch(c, fre, n_free);
+	free(ages);
+	free(fre);
+	atomic_store(&c->epoch, seq_count);
+	atomic_store(&c->committed_seq, seq_count);
+	return 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * stats.c -- counters.  The hot path only bumps counters of the shard whose
+ * lock it already holds; reading sums the shards (OCF lost ~700K IOPS to
+ * shared statistics counters: we keep none on the I/O path).
+ */
+#include <string.h>
+
+#include "cache_impl.h"
+#include "error.h"
+#include "map.h"
+
+int wc_get_stats(wc_cache *c, struct wc_stats *st)
+{
+	if (!c || !st)
+		return wc_err(-EINVAL, "wc_get_stats: NULL %s", c ? "stats" : "cache");
+	memset(st, 0, sizeof(*st));
+	for (unsigned i = 0; i < WC_SHARDS; i++) {
+		struct wc_shard *s = &c->shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		st->reads += s->st.reads;
+		st->read_hits += s->st.read_hits;
+		st->writes += s->st.writes;
+		st->write_hits_uncommitted += s->st.write_hits_uncommitted;
+		st->write_hits_committed += s->st.write_hits_committed;
+		st->writes_around += s->st.writes_around;
+		st->writes_allocate += s->st.writes_allocate;
+		st->discards += s->st.discards;
+		st->dirty_blocks += s->current;
+		pthread_mutex_unlock(&s->lock);
+	}
+	st->error = wc_has_error(c);
+	st->blocks = c->layout.n_blocks;
+	st->free_blocks = wc_free_count(c);
+	st->writeback_blocks = atomic_load(&c->wb_inflight);
+	st->writes_blocked_on_freelist = atomic_load(&c->blocked_on_freelist);
+	pthread_mutex_lock(&c->commit_lock);
+	st->flushes = c->flushes;
+	st->commits = c->commits;
+	pthread_mutex_unlock(&c->commit_lock);
+	pthread_mutex_lock(&c->wb_lock);
+	st->writeback_ios = c->wb_ios;
+	st->writeback_bytes = c->wb_bytes;
+	st->writeback_errors = c->wb_errors;
+	pthread_mutex_unlock(&c->wb_lock);
+	st->dram_bytes = c->dram_bytes;
+	st->granularity = wc_map_granularity_name(c);
+	st->origin_mode = wc_origin_describe(&c->origin);
+	return 0;
+}
+
+void wc_clear_stats(wc_cache *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; i < WC_SHARDS; i++) {
+		struct wc_shard *s = &c->shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		memset(&s->st, 0, sizeof(s->st));
+		pthread_mutex_unlock(&s->lock);
+	}
+	atomic_store(&c->blocked_on_freelist, 0);
+	pthread_mutex_lock(&c->commit_lock);
+	c->flushes = c->commits = 0;
+	pthread_mutex_unlock(&c->commit_lock);
+	pthread_mutex_lock(&c->wb_lock);
+	c->wb_ios = c->wb_bytes = c->wb_errors = 0;
+	pthread_mutex_unlock(&c->wb_lock);
+}
