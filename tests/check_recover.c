@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * check_recover.c -- recovery from hand-made images: uncommitted entries,
+ * two versions of a block, duplicates, torn entries, torn and damaged
+ * superblocks.  Every refusal leaves the image byte for byte as it was.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <sys/mman.h>
+
+#include "cachetest.h"
+#include "crc32c.h"
+#include "format.h"
+
+#define BS 4096u
+#define ORIGIN_BLOCKS 256u
+
+static char cache_path[PATH_MAX], origin_path[PATH_MAX];
+
+/* A formatted, empty cache of ~60 blocks; returns its layout. */
+static void fresh_image(struct wc_layout *l)
+{
+	struct wc_config cfg;
+	wc_cache *c;
+
+	ct_make_file(cache_path, sizeof(cache_path), "rec.pmem", 256 << 10);
+	ct_make_file(origin_path, sizeof(origin_path), "rec.origin", (uint64_t)ORIGIN_BLOCKS * BS);
+	wc_config_init(&cfg);
+	ck_assert_int_eq(wc_create(&c, cache_path, origin_path, &cfg), 0);
+	ck_assert_int_eq(wc_close(c), 0);
+	ck_assert_int_eq(wc_layout_compute(l, 256 << 10, BS), 0);
+}
+
+static void *map_image(size_t *len)
+{
+	int fd = open(cache_path, O_RDWR);
+	struct stat st;
+	void *p;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	*len = (size_t)st.st_size;
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	close(fd);
+	return p;
+}
+
+static void put(void *base, const struct wc_layout *l, uint64_t idx, uint64_t origin, uint64_t seq,
+                uint64_t version)
+{
+	struct wc_pmem_entry *e = wc_pmem_entry(base, l, idx);
+
+	e->origin_block = origin;
+	e->seq = seq;
+	if (version != UINT64_MAX)
+		ct_fill_block(wc_pmem_data(base, l, idx), BS, origin, version);
+}
+
+static wc_cache *open_ok(void)
+{
+	wc_cache *c = NULL;
+	int ret = wc_open(&c, cache_path, origin_path, NULL);
+
+	ck_assert_msg(ret == 0, "wc_open: %d %s", ret, wc_errmsg());
+	return c;
+}
+
+static uint64_t read_version(wc_cache *c, uint64_t block)
+{
+	uint8_t *buf = aligned_alloc(4096, BS);
+	uint64_t v;
+
+	ck_assert_int_eq(wc_read(c, buf, BS, block * BS), BS);
+	v = ct_block_version(buf, BS, block);
+	free(buf);
+	return v;
+}
+
+/* Open must fail with `code`, and the image must not change. */
+static void open_refused(int code)
+{
+	size_t len;
+	void *img = map_image(&len), *copy = malloc(len);
+	wc_cache *c = NULL;
+
+	memcpy(copy, img, len);
+	ct_assert_err(wc_open(&c, cache_path, origin_path, NULL), code);
+	ck_assert_ptr_null(c);
+	ck_assert_msg(memcmp(copy, img, len) == 0, "a refused open modified the image");
+	munmap(img, len);
+	free(copy);
+}
+
+START_TEST(test_uncommitted_dropped)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+	uint64_t seq;
+	wc_cache *c;
+
+	fresh_image(&l);
+	img = map_image(&len);
+	seq = wc_sb(img)->seq_count;
+	put(img, &l, 0, 5, seq, 1);        /* written, never committed */
+	put(img, &l, 1, 6, seq + 3, 1);    /* from an epoch after a lost commit */
+	put(img, &l, 2, 7, seq, 1);        /* same epoch, another block */
+	munmap(img, len);
+	c = open_ok();
+	ck_assert_uint_eq(read_version(c, 5), UINT64_MAX);
+	ck_assert_uint_eq(read_version(c, 6), UINT64_MAX);
+	ck_assert_uint_eq(read_version(c, 7), UINT64_MAX);
+	/* a new write and commit must not resurrect the dropped entries */
+	{
+		uint8_t *buf = aligned_alloc(4096, BS);
+
+		ct_fill_block(buf, BS, 9, 1);
+		ck_assert_int_eq(wc_write(c, buf, BS, 9 * BS, WC_FUA), BS);
+		free(buf);
+	}
+	ck_assert_int_eq(wc_close(c), 0);
+	c = open_ok();
+	ck_assert_uint_eq(read_version(c, 5), UINT64_MAX);
+	ck_assert_uint_eq(read_version(c, 6), UINT64_MAX);
+	ck_assert_uint_eq(read_version(c, 9), 1);
+	ck_assert_int_eq(wc_close(c), 0);
+	img = map_image(&len);
+	ck_assert_uint_eq(wc_pmem_entry(img, &l, 1)->seq, WC_NONE);
+	munmap(img, len);
+}
+END_TEST
+
+START_TEST(test_newest_version_wins)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+	wc_cache *c;
+	struct wc_stats st;
+
+	fresh_image(&l);
+	img = map_image(&len);
+	wc_sb(img)->seq_count = 10;
+	put(img, &l, 3, 7, 3, 1);
+	put(img, &l, 4, 7, 8, 2);
+	put(img, &l, 5, 7, 5, 3);
+	put(img, &l, 6, 8, 9, 4);
+	munmap(img, len);
+	c = open_ok();
+	ck_assert_uint_eq(read_version(c, 7), 2);
+	ck_assert_uint_eq(read_version(c, 8), 4);
+	ck_assert_int_eq(wc_get_stats(c, &st), 0);
+	ck_assert_uint_eq(st.dirty_blocks, 2);
+	ck_assert_uint_eq(st.free_blocks, st.blocks - 2);
+	ck_assert_int_eq(wc_close(c), 0);
+	img = map_image(&len);
+	ck_assert_uint_eq(wc_pmem_entry(img, &l, 3)->seq, WC_NONE);
+	ck_assert_uint_eq(wc_pmem_entry(img, &l, 5)->seq, WC_NONE);
+	ck_assert_uint_eq(wc_pmem_entry(img, &l, 4)->seq, 8);
+	munmap(img, len);
+}
+END_TEST
+
+START_TEST(test_torn_entries)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+	uint64_t seq;
+	wc_cache *c;
+
+	fresh_image(&l);
+	img = map_image(&len);
+	wc_sb(img)->seq_count = 4;
+	seq = 4;
+	put(img, &l, 0, 11, WC_NONE, 1);        /* origin landed, seq did not */
+	put(img, &l, 1, WC_NONE - 5, seq, 1);   /* seq landed, origin is stale garbage */
+	put(img, &l, 2, 12, 2, 1);              /* a good committed entry */
+	munmap(img, len);
+	c = open_ok();
+	ck_assert_uint_eq(read_version(c, 11), UINT64_MAX);
+	ck_assert_uint_eq(read_version(c, 12), 1);
+	ck_assert_int_eq(wc_close(c), 0);
+}
+END_TEST
+
+START_TEST(test_corrupt_entries_refused)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+
+	fresh_image(&l);
+	img = map_image(&len);
+	wc_sb(img)->seq_count = 6;
+	put(img, &l, 0, 20, 3, 1);
+	put(img, &l, 9, 20, 3, 2);              /* same block, same committed seq */
+	munmap(img, len);
+	open_refused(-EUCLEAN);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "origin block 20"));
+
+	fresh_image(&l);
+	img = map_image(&len);
+	wc_sb(img)->seq_count = 6;
+	put(img, &l, 0, ORIGIN_BLOCKS, 2, UINT64_MAX); /* committed, outside the origin */
+	munmap(img, len);
+	open_refused(-EUCLEAN);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "beyond the origin"));
+}
+END_TEST
+
+START_TEST(test_superblock_damage)
+{
+	struct wc_layout l;
+	size_t len;
+	struct wc_pmem_sb *sb;
+
+	/* torn format: everything but the magic */
+	fresh_image(&l);
+	sb = map_image(&len);
+	sb->magic = 0;
+	sb->version = 0;
+	munmap(sb, len);
+	open_refused(-ENODATA);
+	/* ... which a create then formats */
+	{
+		struct wc_config cfg;
+		wc_cache *c;
+
+		wc_config_init(&cfg);
+		ck_assert_int_eq(wc_create(&c, cache_path, origin_path, &cfg), 0);
+		ck_assert_int_eq(wc_close(c), 0);
+	}
+	/* a static field changed behind the CRC */
+	sb = map_image(&len);
+	sb->n_blocks--;
+	munmap(sb, len);
+	open_refused(-EBADMSG);
+	/* another format version */
+	fresh_image(&l);
+	sb = map_image(&len);
+	sb->version = 2;
+	munmap(sb, len);
+	open_refused(-EPROTO);
+	/* inconsistent geometry with a valid CRC */
+	fresh_image(&l);
+	sb = map_image(&len);
+	sb->data_offset += 4096;
+	sb->crc = wc_sb_crc(sb);
+	munmap(sb, len);
+	open_refused(-EUCLEAN);
+	/* an absurd commit counter */
+	fresh_image(&l);
+	sb = map_image(&len);
+	sb->seq_count = WC_NONE;
+	munmap(sb, len);
+	open_refused(-EUCLEAN);
+}
+END_TEST
+
+START_TEST(test_layout_math)
+{
+	struct wc_layout l;
+
+	ck_assert_uint_eq(wc_crc32c(0, "123456789", 9), 0xE3069283u);
+	ck_assert_int_eq(wc_layout_compute(&l, 1 << 20, 4096), 0);
+	ck_assert_uint_le(l.bytes_used, 1 << 20);
+	ck_assert_uint_eq(l.data_offset % 4096, 0);
+	ck_assert_uint_ge(l.data_offset, l.entries_offset + l.n_blocks * 16);
+	/* one more block would not fit */
+	{
+		struct wc_layout more;
+
+		ck_assert_int_eq(wc_layout_for_blocks(&more, l.n_blocks + 1, 4096), 0);
+		ck_assert_uint_gt(more.bytes_used, 1 << 20);
+	}
+	ck_assert_int_eq(wc_layout_compute(&l, 65536 * 3, 65536), 0);
+	ck_assert_uint_eq(l.data_offset % 65536, 0);
+	ct_assert_err(wc_layout_compute(&l, 4096 + 16 + 4096, 4096), -ENOSPC);
+	ct_assert_err(wc_layout_compute(&l, 1 << 20, 3000), -EINVAL);
+	ct_assert_err(wc_layout_for_blocks(&l, UINT64_MAX / 8, 4096), -EFBIG);
+	ct_assert_err(wc_layout_for_blocks(&l, 0, 4096), -EFBIG);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("recover");
+	TCase *tc = tcase_create("images");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_uncommitted_dropped);
+	tcase_add_test(tc, test_newest_version_wins);
+	tcase_add_test(tc, test_torn_entries);
+	tcase_add_test(tc, test_corrupt_entries_refused);
+	tcase_add_test(tc, test_superblock_damage);
+	tcase_add_test(tc, test_layout_math);
+	suite_add_tcase(s, tc);
+	wc_test_dir();
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
