@@ -116,7 +116,8 @@ void wc_list_push_tail(struct wc_cache *c, struct wc_list *l, uint32_t idx)
 	else
 		l->head = idx;
 	l->tail = idx;
-	l->count++;
+	/* Written under the shard lock; read lock-free as a hint. */
+	__atomic_store_n(&l->count, l->count + 1, __ATOMIC_RELAXED);
 }
 
 void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx)
@@ -132,7 +133,7 @@ void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx)
 	else
 		l->tail = e->prev;
 	e->prev = e->next = WC_NIL;
-	l->count--;
+	__atomic_store_n(&l->count, l->count - 1, __ATOMIC_RELAXED);
 }
 
 void wc_wait_unpinned(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
