@@ -10,11 +10,16 @@
 
 /*
  * How long one poll() inside wc_origin_rw_sync may block.  Another thread
- * polling the same origin may reap our completion (and run our callback)
- * while we sleep in poll() waiting for an event that will never come to us;
- * the slice bounds that extra wait.  Our own completion wakes us at once.
+ * polling the same origin (the write-back thread, say) may reap our
+ * completion and run our callback while we sleep in poll() waiting for an
+ * event that will never come to us; only the end of the slice tells us.
+ * So the slice starts short and doubles up to a cap: a stolen completion
+ * costs at most about the request's own latency again (bounded by the cap),
+ * and a slow device does not turn the wait into a busy loop.  A completion
+ * we reap ourselves wakes us at once, whatever the slice.
  */
-#define SYNC_POLL_SLICE_NS 1000000ull /* 1 ms */
+#define SYNC_POLL_SLICE_MIN_NS 50000ull   /* 50 us */
+#define SYNC_POLL_SLICE_MAX_NS 1000000ull /* 1 ms */
 
 /* After a failing poll(), pause before retrying so that a persistent error
  * does not spin a core (it is retried: see wc_origin_rw_sync). */
@@ -72,10 +77,12 @@ static void sync_request_done(struct wc_origin_io *io, ssize_t res)
 static void sync_request_wait(struct wc_origin *o, struct sync_request *req)
 {
 	static const struct timespec pause = { 0, SYNC_POLL_ERROR_PAUSE_NS };
+	uint64_t slice = SYNC_POLL_SLICE_MIN_NS;
 
 	while (!atomic_load_explicit(&req->completed, memory_order_acquire)) {
-		if (wc_origin_poll(o, 1, SYNC_POLL_SLICE_NS) < 0)
+		if (wc_origin_poll(o, 1, slice) < 0)
 			nanosleep(&pause, NULL);
+		slice = slice * 2 < SYNC_POLL_SLICE_MAX_NS ? slice * 2 : SYNC_POLL_SLICE_MAX_NS;
 	}
 }
 

@@ -236,8 +236,11 @@ static int aio_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
 		for (int i = 0; i < n; i++)
 			got[i].io->done(got[i].io, got[i].res);
 		total += (unsigned)n;
-		if (n == AIO_REAP_BATCH)
-			continue; /* a full batch: more may be waiting */
+		/* A full batch: more may be waiting.  Capped at a queue's
+		 * worth, so callbacks that resubmit cannot keep one poll()
+		 * (a non-blocking one included) from returning. */
+		if (n == AIO_REAP_BATCH && total < a->queue_depth)
+			continue;
 		if (total >= min_events || now_ns() >= deadline) {
 			/* submit() may have stashed completions meanwhile. */
 			total += (unsigned)stash_deliver(a);
@@ -466,13 +469,27 @@ static int probe_geometry(struct aio_origin *a, const char *path)
 	return 0;
 }
 
+static int open_error(const char *path)
+{
+	if (errno == EBUSY)
+		return wc_err(-EBUSY, "origin %s: open: device in use (mounted or opened exclusively)",
+		              path);
+	return wc_err_sys(-errno, "origin %s: open", path);
+}
+
 static int open_fd(const char *path, bool force_buffered, bool *direct)
 {
-	int fd = -1;
+	struct stat st;
+	int fd = -1, flags = O_RDWR | O_CLOEXEC;
 
 	*direct = false;
+	/* O_EXCL on a block device fails with EBUSY while it is mounted or
+	 * held by another exclusive user: write-back onto a mounted file
+	 * system would destroy it. */
+	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode))
+		flags |= O_EXCL;
 	if (!force_buffered) {
-		fd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
+		fd = open(path, flags | O_DIRECT);
 		if (fd >= 0) {
 			*direct = true;
 			return fd;
@@ -480,11 +497,11 @@ static int open_fd(const char *path, bool force_buffered, bool *direct)
 		/* EINVAL: this file system refuses O_DIRECT; anything else
 		 * (ENOENT, EISDIR, EACCES ...) fails without O_DIRECT too. */
 		if (errno != EINVAL)
-			return wc_err_sys(-errno, "origin %s: open", path);
+			return open_error(path);
 	}
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = open(path, flags);
 	if (fd < 0)
-		return wc_err_sys(-errno, "origin %s: open", path);
+		return open_error(path);
 	return fd;
 }
 

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rawaio.h -- the origin's raw write bandwidth, measured with a plain libaio
+ * loop (no cache, no origin backend): the baseline that `wcbench writeback`
+ * divides the cache's write-back bandwidth by.
+ */
+#ifndef WC_RAWAIO_H
+#define WC_RAWAIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Write [0, bytes) of `path` (an existing regular file or block device at
+ * least `bytes` long) in `io_size` requests, `qd` in flight, in offset order
+ * (sequential) or in a fixed pseudo-random permutation of the io_size slots
+ * (each slot written once), then fdatasync.  O_DIRECT when the file system
+ * takes it, else buffered.  *mbps_out = bytes / seconds / 1e6, timed from
+ * the first submit to the end of fdatasync.
+ *
+ * bytes must be a multiple of io_size, and io_size of the O_DIRECT alignment.
+ * Every request carries its own offset in its first 8 bytes (little-endian),
+ * the rest is 0x5a, so a caller can verify what was written.
+ * Returns 0 or -errno with a message (wc_errmsg()).
+ */
+int wc_rawaio_write_bw(const char *path, uint64_t bytes, size_t io_size, unsigned qd,
+                       bool sequential, double *mbps_out);
+
+#endif
