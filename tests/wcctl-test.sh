@@ -1,0 +1,270 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# wcctl-test.sh -- every wcctl subcommand, failures included, as TAP.
+#
+# Images are crafted by hand (printf + dd) from the byte layout in
+# lib/format.h: superblock at 0 (seq_count at 256, CRC over bytes 8..87),
+# entries of 16 bytes {origin_block, seq} from 4096, data at the offset
+# `wcctl create` prints.  So the test also checks that the tools and the
+# library read that layout the way it is documented.
+#
+# Needs: $WC_TEST_BUILDDIR (set by `make check`, else the current directory),
+# /dev/shm; python3 for the JSON checks (skipped without it).
+
+set -u
+builddir=${WC_TEST_BUILDDIR:-.}
+W=$builddir/tools/wcctl/wcctl
+export PMEM2_FORCE_GRANULARITY=${PMEM2_FORCE_GRANULARITY:-CACHE_LINE}
+
+if [ ! -x "$W" ]; then
+	echo "Bail out! $W not built"
+	exit 1
+fi
+D=$(mktemp -d /dev/shm/wcctl-test-XXXXXX) || { echo "Bail out! no scratch dir in /dev/shm"; exit 1; }
+trap 'rm -rf "$D"' EXIT
+
+n=0
+failed=0
+rc=0
+
+pass() { n=$((n + 1)); echo "ok $n - $1"; }
+fail() {
+	n=$((n + 1)); failed=$((failed + 1))
+	echo "not ok $n - $1"
+	echo "# exit status $rc; stdout:"; sed 's/^/#   /' "$D/out" | head -40
+	echo "# stderr:"; sed 's/^/#   /' "$D/err" | head -20
+}
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+
+# run WANT_STATUS DESCRIPTION [grep -E PATTERN that stdout+stderr must match] -- CMD...
+run() {
+	local want=$1 desc=$2 pat=""
+	shift 2
+	if [ "$1" != "--" ]; then pat=$1; shift; fi
+	shift
+	"$@" >"$D/out" 2>"$D/err"
+	rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "$desc (exit $rc, expected $want)"
+	elif [ -n "$pat" ] && ! cat "$D/out" "$D/err" | grep -Eq -- "$pat"; then
+		fail "$desc (output lacks /$pat/)"
+	else
+		pass "$desc"
+	fi
+}
+
+# assert DESCRIPTION CMD...: passes if CMD succeeds (output of the last run
+# stays in $D/out for the message).
+assert() {
+	local desc=$1
+	shift
+	if "$@"; then pass "$desc"; else fail "$desc"; fi
+}
+
+# 8 little-endian bytes of a 64-bit value (-1 = WC_NONE) on stdout.
+le64() {
+	local hex b="" i
+	hex=$(printf '%016x' "$1")
+	for i in 14 12 10 8 6 4 2 0; do b="$b\\x${hex:$i:2}"; done
+	printf "$b"
+}
+# poke FILE OFFSET VALUE: store one 64-bit field.
+poke() { le64 "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+# entry FILE INDEX ORIGIN_BLOCK SEQ
+entry() { { le64 "$3"; le64 "$4"; } | dd of="$1" bs=1 seek=$((4096 + 16 * $2)) conv=notrunc status=none; }
+# block FILE OFFSET COUNT (4 KiB blocks) -> stdout
+block() { dd if="$1" bs=4096 skip="$2" count="${3:-1}" status=none; }
+rows() { grep -vc '^#' "$D/out"; }
+field() { awk -v k="$1" '$0 ~ "^  *"k" " { print $NF; exit }' "$D/out"; }
+
+have_python=no
+command -v python3 >/dev/null 2>&1 && have_python=yes
+json_ok() { python3 -m json.tool "$D/out" >/dev/null 2>&1; }
+json_get() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$D/out" "$1"; }
+
+cache=$D/cache
+origin=$D/origin
+truncate -s 64M "$origin"        # 16384 origin blocks of 4 KiB
+
+# ---- usage -----------------------------------------------------------------
+run 2 "no command is a usage error" -- "$W"
+run 0 "--help lists the commands" "calibrate" -- "$W" --help
+run 2 "unknown command is a usage error" "unknown command" -- "$W" frobnicate
+for sub in create status writeback check dump calibrate; do
+	run 0 "$sub --help" "usage: wcctl $sub" -- "$W" "$sub" --help
+done
+run 2 "create without ORIGIN" "missing argument" -- "$W" create "$cache"
+run 2 "create with an unknown option" "unrecognized option" -- "$W" create "$cache" "$origin" --bogus
+run 2 "create with a bad --options string" "block_size" -- "$W" create "$cache" "$origin" --size 8M --options block_size=3000
+run 2 "create with a bad --size" "size" -- "$W" create "$cache" "$origin" --size 12Q
+run 2 "check with two images" "unexpected argument" -- "$W" check "$cache" "$cache"
+run 2 "check --max with a non-number" "--max" -- "$W" check --max x "$cache"
+run 2 "dump with no image" "missing argument" -- "$W" dump
+run 2 "writeback without ORIGIN" "missing argument" -- "$W" writeback "$cache"
+run 2 "status with a bad --options string" "unknown option" -- "$W" status "$cache" "$origin" --options nonsense=1
+run 2 "calibrate takes no argument" "unexpected argument" -- "$W" calibrate now
+
+# ---- create ----------------------------------------------------------------
+run 1 "create refuses a missing cache file without --size" "no such file" -- "$W" create "$cache" "$origin"
+run 0 "create --size 8M" "blocks +[0-9]+" -- "$W" create "$cache" "$origin" --size 8M --options high_watermark=60
+blocks=$(field blocks)
+data_off=$(field "data offset")
+assert "create prints blocks and a block-aligned data offset" \
+	test -n "$blocks" -a "$blocks" -gt 1000 -a -n "$data_off" -a $((data_off % 4096)) -eq 0
+run 1 "create refuses an existing cache" "already holds a valid cache" -- "$W" create "$cache" "$origin"
+run 0 "create with block_size=512" "block size +512" -- "$W" create "$D/small" "$origin" --size 1M --options block_size=512
+
+# ---- the fresh cache, offline and online -----------------------------------
+run 0 "check: a fresh cache is clean" "result: .*clean" -- "$W" check "$cache"
+run 0 "dump: a fresh cache has no entries" -- "$W" dump "$cache"
+assert "dump lists nothing but comments" test "$(rows)" -eq 0
+run 0 "dump --all lists every entry" -- "$W" dump --all "$cache"
+assert "dump --all has one row per block" test "$(rows)" -eq "$blocks"
+run 0 "status of a fresh cache" "clean" -- "$W" status "$cache" "$origin"
+line=$(head -1 "$D/out")
+assert "status line has dm-writecache's 14 fields" test "$(echo "$line" | wc -w)" -eq 14
+assert "status line: no error, all blocks free, none under write-back" \
+	test "$(echo "$line" | cut -d' ' -f1-4)" = "0 $blocks $blocks 0"
+if [ $have_python = yes ]; then
+	run 0 "status --json" -- "$W" status --json "$cache" "$origin"
+	assert "status --json is valid JSON" json_ok
+	assert "status --json: blocks and free" \
+		test "$(json_get blocks) $(json_get free) $(json_get error)" = "$blocks $blocks 0"
+else
+	skip "status --json" "no python3"; skip "status --json is valid JSON" "no python3"
+	skip "status --json: blocks and free" "no python3"
+fi
+run 1 "status with a missing origin" "origin" -- "$W" status "$cache" "$D/no-origin"
+run 1 "status refuses a block size other than the format's" "block size" -- \
+	"$W" status --options block_size=512 "$cache" "$origin"
+
+# ---- a hand-made image with dirty data -------------------------------------
+# entry 0: origin block 3, seq 1 (superseded by entry 1)
+# entry 1: origin block 3, seq 2 (committed)
+# entry 2: origin block 7, seq 9 (uncommitted: seq_count is 5)
+# entries 3..42: origin blocks 100..139, seq 3 (committed)
+head -c $((43 * 4096)) /dev/urandom >"$D/data"
+dd if="$D/data" of="$cache" bs=4096 seek=$((data_off / 4096)) conv=notrunc status=none
+entry "$cache" 0 3 1
+entry "$cache" 1 3 2
+entry "$cache" 2 7 9
+for i in $(seq 3 42); do
+	{ le64 $((97 + i)); le64 3; }
+done | dd of="$cache" bs=1 seek=$((4096 + 16 * 3)) conv=notrunc status=none
+poke "$cache" 256 5
+
+sum_before=$(md5sum <"$cache")
+run 0 "check: uncommitted and superseded entries are not damage" "result: .*clean" -- "$W" check "$cache"
+assert "check counts 41 committed, 1 superseded, 1 uncommitted" \
+	grep -q "41 committed (dirty), 1 superseded, 1 uncommitted" "$D/out"
+assert "check reports the uncommitted entry as info with its offset" \
+	grep -q "^info: entry 2 (offset 4128): origin block 7 uncommitted" "$D/out"
+assert "check did not modify the image" test "$(md5sum <"$cache")" = "$sum_before"
+run 0 "dump of the crafted image" -- "$W" dump "$cache"
+assert "dump lists the 43 used entries" test "$(rows)" -eq 43
+assert "dump: entry 0 is superseded by entry 1" \
+	grep -Eq "^ +0 +4096 +3 +1 +superseded +$data_off +superseded-by 1$" "$D/out"
+assert "dump: entry 2 is uncommitted" grep -Eq "^ +2 +4128 +7 +9 +uncommitted " "$D/out"
+assert "dump did not modify the image" test "$(md5sum <"$cache")" = "$sum_before"
+
+run 0 "status of the crafted image (recovery)" "41 dirty blocks" -- "$W" status "$cache" "$origin"
+assert "status line: 41 blocks in use" \
+	test "$(head -1 "$D/out" | cut -d' ' -f1-4)" = "0 $blocks $((blocks - 41)) 0"
+run 0 "check after recovery: the dropped entries are free" "result: .*clean" -- "$W" check "$cache"
+assert "recovery invalidated the superseded and the uncommitted entry" \
+	grep -q "41 committed (dirty), 0 superseded, 0 uncommitted" "$D/out"
+
+run 0 "writeback" "wrote back 41 blocks" -- "$W" writeback "$cache" "$origin"
+assert "writeback drew its progress bar to 100%" grep -q "100% 41/41 blocks" "$D/err"
+assert "origin block 3 holds entry 1's data (the newer version)" \
+	cmp -s <(block "$origin" 3) <(block "$D/data" 1)
+ok_blocks=yes
+for i in $(seq 3 42); do
+	cmp -s <(block "$origin" $((97 + i))) <(block "$D/data" "$i") || ok_blocks=no
+done
+assert "origin blocks 100..139 hold entries 3..42's data" test $ok_blocks = yes
+assert "the uncommitted block 7 never reached the origin" \
+	cmp -s <(block "$origin" 7) <(head -c 4096 /dev/zero)
+run 0 "status after writeback: clean" "clean" -- "$W" status "$cache" "$origin"
+assert "status line after writeback: every block free" \
+	test "$(head -1 "$D/out" | cut -d' ' -f1-4)" = "0 $blocks $blocks 0"
+run 0 "writeback of a clean cache" "wrote back 0 blocks" -- "$W" writeback --quiet "$cache" "$origin"
+run 0 "check after writeback" "0 committed" -- "$W" check "$cache"
+
+# ---- damaged images --------------------------------------------------------
+cp "$cache" "$D/clean"    # clean and empty after the writeback
+damaged() { cp "$D/clean" "$D/bad"; }
+
+damaged
+entry "$D/bad" 5 9 1
+entry "$D/bad" 6 9 1
+poke "$D/bad" 256 2
+run 1 "check: two committed entries with one origin block and seq" \
+	"entry 5 \(offset 4176\): origin block 9 seq 1 is also held by entry 6" -- "$W" check "$D/bad"
+assert "check calls the duplicate image damaged" grep -q "result: .*DAMAGED" "$D/out"
+run 0 "dump shows the duplicate" "duplicate +[0-9]+ +same-seq-as 6" -- "$W" dump "$D/bad"
+run 1 "status refuses the duplicate image (recovery refuses)" "both hold origin block 9" -- \
+	"$W" status "$D/bad" "$origin"
+
+damaged
+entry "$D/bad" 5 9 3
+entry "$D/bad" 6 9 1
+entry "$D/bad" 7 9 1
+poke "$D/bad" 256 4
+run 1 "check: a duplicate among superseded versions is damage too" \
+	"entry 7 \(offset 4208\): origin block 9 seq 1 is also held by entry 6" -- "$W" check "$D/bad"
+assert "check: the newest version still counts as committed" \
+	grep -q "1 committed (dirty), 0 superseded, 0 uncommitted, $((blocks - 3)) free, 0 outside the origin, 2 duplicate" "$D/out"
+run 1 "check --max 1 stops after one problem" "more problems not printed" -- "$W" check --max 1 "$D/bad"
+assert "check --max 1 printed exactly one problem" test "$(grep -c '^damage:' "$D/out")" -eq 1
+
+damaged
+entry "$D/bad" 4 20000 0
+poke "$D/bad" 256 1
+run 1 "check: committed entry beyond the origin" \
+	"entry 4 \(offset 4160\): origin block 20000 .* beyond the origin's 16384 blocks" -- "$W" check "$D/bad"
+run 1 "writeback refuses the image too" "beyond the origin" -- "$W" writeback "$D/bad" "$origin"
+
+damaged
+entry "$D/bad" 4 20000 7          # seq 7 >= seq_count 1: uncommitted, not damage
+poke "$D/bad" 256 1
+run 0 "check: an uncommitted entry beyond the origin is not damage" "result: .*clean" -- "$W" check "$D/bad"
+
+damaged
+printf '\x01' | dd of="$D/bad" bs=1 seek=40 conv=notrunc status=none   # inside the uuid
+run 1 "check: superblock CRC mismatch" "CRC32C mismatch" -- "$W" check "$D/bad"
+run 1 "dump refuses a bad superblock" "CRC32C" -- "$W" dump "$D/bad"
+run 1 "status refuses a bad superblock" "CRC32C" -- "$W" status "$D/bad" "$origin"
+
+damaged
+printf 'NOTACACHE' | dd of="$D/bad" bs=1 seek=0 conv=notrunc status=none
+run 1 "check: foreign file (bad magic)" "bad magic" -- "$W" check "$D/bad"
+
+damaged
+poke "$D/bad" 256 -2      # seq_count WC_NONE - 1: outside the range
+run 1 "check: commit counter out of range" "seq_count" -- "$W" check "$D/bad"
+
+damaged
+truncate -s 16K "$D/bad"
+run 1 "check: truncated image" "truncated" -- "$W" check "$D/bad"
+
+truncate -s 1M "$D/zero"
+run 1 "check: never formatted" "no cache here" -- "$W" check "$D/zero"
+run 1 "check: missing file" "No such file" -- "$W" check "$D/nonexistent"
+run 1 "check: a directory" "directory" -- "$W" check "$D"
+
+# ---- calibrate ---------------------------------------------------------------
+run 0 "calibrate" "measured .*" -- "$W" calibrate
+assert "calibrate shows the policy in force" grep -q "^in force " "$D/out"
+if [ $have_python = yes ]; then
+	run 0 "calibrate --json" -- "$W" calibrate --json
+	assert "calibrate --json is valid JSON" json_ok
+else
+	skip "calibrate --json" "no python3"; skip "calibrate --json is valid JSON" "no python3"
+fi
+run 1 "calibrate with a bad WC_PMEM_THRESHOLD fails" "WC_PMEM_THRESHOLD" -- \
+	env WC_PMEM_THRESHOLD=lots "$W" calibrate
+
+echo "1..$n"
+exit 0

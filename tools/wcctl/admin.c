@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * admin.c -- the subcommands that go through the library: `wcctl create`,
+ * `wcctl status` and `wcctl writeback`.
+ *
+ * The library lives in the caller's process, so unlike dmsetup there is no
+ * running target to ask: status and writeback open the cache (which runs
+ * recovery), act, and close it.  Both open it with no_threads, so nothing
+ * happens behind their back: status sees the image exactly as recovery
+ * left it, and writeback drives every round itself, which is what lets it
+ * draw an honest progress bar.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "flush/flush.h"
+#include "wcctl.h"
+
+/* The superblock as the file holds it now (after wc_close). */
+static bool read_sb(const char *path, struct wcctl_image *img)
+{
+	int ret = wcctl_image_open(img, path);
+
+	if (img->fd >= 0)
+		wcctl_image_close(img);
+	return ret == 0;
+}
+
+static void create_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: wcctl create CACHE ORIGIN [--options STRING] [--size BYTES]\n"
+	        "Format CACHE (a file on pmem/DAX, or /dev/shm for development) as a new\n"
+	        "cache in front of ORIGIN (a file or block device).  Refuses a CACHE that\n"
+	        "already holds a valid cache.\n\n"
+	        "  --options S  configuration, \"key=value,...\" (block_size=4096, high_watermark,\n"
+	        "               low_watermark, writeback_jobs, autocommit_blocks, autocommit_ms,\n"
+	        "               max_age_ms, cleaner, fua, pmem_threshold, pmem_force, ...;\n"
+	        "               see libwcache(3))\n"
+	        "  --size B     create CACHE, or grow it, to B bytes (suffix K, M, G, T)\n"
+	        "  --help\n");
+}
+
+int wcctl_create(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "options", required_argument, NULL, 'o' },
+		{ "size", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = argv[0], *options = NULL, *size = NULL, *cache, *origin;
+	struct wc_config cfg;
+	struct wcctl_image img;
+	struct wc_stats st;
+	wc_cache *c;
+	char s1[32], s2[32], uuid[40], granularity[16];
+	uint32_t bs;
+	uint64_t addressable;
+	int ch, ret;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o': options = optarg; break;
+		case 's': size = optarg; break;
+		case 'h': create_usage(stdout); return WCCTL_OK;
+		default: create_usage(stderr); return WCCTL_USAGE;
+		}
+	}
+	ret = wcctl_positional(cmd, argc, argv, optind, 2, "CACHE ORIGIN");
+	if (!ret)
+		ret = wcctl_config(&cfg, cmd, options, size, false);
+	if (ret)
+		return ret;
+	cache = argv[optind];
+	origin = argv[optind + 1];
+
+	ret = wc_create(&c, cache, origin, &cfg);
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
+		return WCCTL_FAIL;
+	}
+	wc_get_stats(c, &st);
+	snprintf(granularity, sizeof(granularity), "%s", st.granularity); /* outlives wc_close */
+	bs = wc_block_size(c);
+	addressable = wc_size(c);
+	ret = wc_close(c);
+	if (ret) {
+		fprintf(stderr, "%s: close: %s\n", cmd, wc_errmsg());
+		return WCCTL_FAIL;
+	}
+	if (!read_sb(cache, &img)) {
+		fprintf(stderr, "%s: created, but reading it back failed: %s\n", cmd, wc_errmsg());
+		return WCCTL_FAIL;
+	}
+	printf("created %s in front of %s\n", cache, origin);
+	printf("  blocks         %" PRIu64 "\n", st.blocks);
+	printf("  block size     %u\n", bs);
+	printf("  cache data     %s\n", wcctl_size_str(s1, sizeof(s1), st.blocks * (uint64_t)bs));
+	printf("  entries at     %" PRIu64 "\n", img.layout.entries_offset);
+	printf("  data offset    %" PRIu64 "\n", img.layout.data_offset);
+	printf("  bytes used     %" PRIu64 " of %" PRIu64 "\n", img.layout.bytes_used,
+	       img.file_size);
+	printf("  origin         %s (%" PRIu64 " blocks)\n",
+	       wcctl_size_str(s2, sizeof(s2), addressable), addressable / bs);
+	printf("  uuid           %s\n", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
+	printf("  granularity    %s\n", granularity);
+	/* dm-writecache budgets 88 B of DRAM per block (lvm2). */
+	printf("  DRAM estimate  %s for metadata (%.1f B per block)\n",
+	       wcctl_size_str(s1, sizeof(s1), st.dram_bytes),
+	       st.blocks ? (double)st.dram_bytes / (double)st.blocks : 0.0);
+	return WCCTL_OK;
+}
+
+static void status_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: wcctl status CACHE ORIGIN [--options STRING] [--json]\n"
+	        "Open the cache (running recovery), print dm-writecache's status line:\n"
+	        "  error blocks free under_writeback reads read_hits writes\n"
+	        "  write_hits_uncommitted write_hits_committed writes_around writes_allocate\n"
+	        "  writes_blocked_on_freelist flushes discards\n"
+	        "and a readable view, then close it.  The I/O counters count since this\n"
+	        "open, so they are zero here; blocks, free and error describe the image.\n\n"
+	        "  --options S  configuration for the open (e.g. pmem_force=nt)\n"
+	        "  --json       one JSON object instead\n"
+	        "  --help\n");
+}
+
+static bool pmem_config_set(const struct wc_pmem_config *p)
+{
+	static const struct wc_pmem_config zero;
+
+	return memcmp(p, &zero, sizeof(zero)) != 0;
+}
+
+static void status_line(const struct wc_stats *st)
+{
+	printf("%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+	       " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+	       st->error, st->blocks, st->free_blocks, st->writeback_blocks, st->reads,
+	       st->read_hits, st->writes, st->write_hits_uncommitted, st->write_hits_committed,
+	       st->writes_around, st->writes_allocate, st->writes_blocked_on_freelist,
+	       st->flushes, st->discards);
+}
+
+static void threshold_str(char *buf, size_t len, size_t t)
+{
+	if (t == SIZE_MAX)
+		snprintf(buf, len, "none (non-temporal at every size)");
+	else
+		snprintf(buf, len, "%zu", t);
+}
+
+struct status_view {
+	const char *cache, *origin;
+	struct wc_stats st;
+	uint32_t block_size;
+	uint64_t size;
+	struct wc_pmem_info pmem;
+	const char *pmem_source;
+	struct wcctl_image img;
+	bool sb_ok;
+	/* st.granularity and st.origin_mode point into the cache: copies
+	 * that outlive wc_close */
+	char granularity[16], origin_mode[160];
+};
+
+static void status_json(const struct status_view *v)
+{
+	const struct wc_stats *st = &v->st;
+	char uuid[40];
+
+	printf("{\n  \"cache\": ");
+	wcctl_json_str(stdout, v->cache);
+	printf(",\n  \"origin\": ");
+	wcctl_json_str(stdout, v->origin);
+	printf(",\n  \"status_line\": \"");
+	status_line(st);
+	printf("\",\n  \"error\": %d,\n  \"blocks\": %" PRIu64 ",\n  \"free\": %" PRIu64
+	       ",\n  \"under_writeback\": %" PRIu64 ",\n",
+	       st->error, st->blocks, st->free_blocks, st->writeback_blocks);
+	printf("  \"reads\": %" PRIu64 ",\n  \"read_hits\": %" PRIu64 ",\n  \"writes\": %" PRIu64
+	       ",\n  \"write_hits_uncommitted\": %" PRIu64 ",\n  \"write_hits_committed\": %" PRIu64
+	       ",\n  \"writes_around\": %" PRIu64 ",\n  \"writes_allocate\": %" PRIu64
+	       ",\n  \"writes_blocked_on_freelist\": %" PRIu64 ",\n  \"flushes\": %" PRIu64
+	       ",\n  \"discards\": %" PRIu64 ",\n",
+	       st->reads, st->read_hits, st->writes, st->write_hits_uncommitted,
+	       st->write_hits_committed, st->writes_around, st->writes_allocate,
+	       st->writes_blocked_on_freelist, st->flushes, st->discards);
+	printf("  \"dirty_blocks\": %" PRIu64 ",\n  \"commits\": %" PRIu64
+	       ",\n  \"writeback_ios\": %" PRIu64 ",\n  \"writeback_bytes\": %" PRIu64
+	       ",\n  \"writeback_errors\": %" PRIu64 ",\n  \"dram_bytes\": %" PRIu64
+	       ",\n  \"block_size\": %u,\n  \"size\": %" PRIu64 ",\n",
+	       st->dirty_blocks, st->commits, st->writeback_ios, st->writeback_bytes,
+	       st->writeback_errors, st->dram_bytes, v->block_size, v->size);
+	printf("  \"granularity\": ");
+	wcctl_json_str(stdout, st->granularity);
+	printf(",\n  \"origin_mode\": ");
+	wcctl_json_str(stdout, st->origin_mode);
+	printf(",\n  \"uuid\": ");
+	wcctl_json_str(stdout, v->sb_ok ? wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid) : NULL);
+	printf(",\n  \"seq_count\": %" PRIu64 ",\n  \"format_time\": %" PRIu64 ",\n",
+	       v->sb_ok ? v->img.sb.seq_count : 0, v->sb_ok ? v->img.sb.format_time : 0);
+	printf("  \"flush_policy\": {\"source\": ");
+	wcctl_json_str(stdout, v->pmem_source);
+	printf(", \"threshold\": ");
+	if (v->pmem.threshold == SIZE_MAX)
+		printf("null");
+	else
+		printf("%zu", v->pmem.threshold);
+	printf(", \"small\": ");
+	wcctl_json_str(stdout, v->pmem.small_strategy);
+	printf(", \"large\": ");
+	wcctl_json_str(stdout, v->pmem.large_strategy);
+	printf(", \"reason\": ");
+	wcctl_json_str(stdout, v->pmem.reason);
+	printf(", \"line_size\": %u}\n}\n", v->pmem.line_size);
+}
+
+static void status_text(const struct status_view *v)
+{
+	const struct wc_stats *st = &v->st;
+	char s1[32], s2[32], uuid[40], when[64], thr[48];
+
+	status_line(st);
+	printf("\n");
+	printf("cache          %s: %" PRIu64 " blocks of %u B (%s)\n", v->cache, st->blocks,
+	       v->block_size, wcctl_size_str(s1, sizeof(s1), st->blocks * (uint64_t)v->block_size));
+	if (v->sb_ok)
+		printf("               uuid %s, formatted %s, seq_count %" PRIu64 "\n",
+		       wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid),
+		       wcctl_time_str(when, sizeof(when), v->img.sb.format_time), v->img.sb.seq_count);
+	printf("origin         %s: %s\n", v->origin, wcctl_size_str(s1, sizeof(s1), v->size));
+	printf("origin mode    %s\n", st->origin_mode);
+	if (st->error)
+		printf("state          ERROR %d (%s): writes and flushes fail, reads work\n", st->error,
+		       strerror(-st->error));
+	else if (st->dirty_blocks)
+		printf("state          %" PRIu64 " dirty blocks (%s) not yet written back\n",
+		       st->dirty_blocks,
+		       wcctl_size_str(s1, sizeof(s1), st->dirty_blocks * (uint64_t)v->block_size));
+	else
+		printf("state          clean: every block is on the origin\n");
+	printf("free           %" PRIu64 " blocks (%" PRIu64 "%%)\n", st->free_blocks,
+	       st->blocks ? st->free_blocks * 100 / st->blocks : 0);
+	printf("granularity    %s\n", st->granularity);
+	printf("commits        %" PRIu64 ", flushes %" PRIu64 " (since this open)\n", st->commits,
+	       st->flushes);
+	printf("write-back     %" PRIu64 " I/Os, %s, %" PRIu64 " errors, %" PRIu64
+	       " blocks in flight\n",
+	       st->writeback_ios, wcctl_size_str(s2, sizeof(s2), st->writeback_bytes),
+	       st->writeback_errors, st->writeback_blocks);
+	threshold_str(thr, sizeof(thr), v->pmem.threshold);
+	printf("flush policy   threshold %s (%s, %s)\n", thr, v->pmem.reason, v->pmem_source);
+	printf("               small copies %s, large copies %s, line %u B\n",
+	       v->pmem.small_strategy, v->pmem.large_strategy, v->pmem.line_size);
+	if (strcmp(st->granularity, "cache-line") != 0)
+		printf("               (at %s granularity the cache persists %s)\n", st->granularity,
+		       strcmp(st->granularity, "byte") == 0 ? "with plain stores and a fence"
+		                                            : "through libpmem2's msync");
+	printf("DRAM           %s for metadata (%.1f B per block)\n",
+	       wcctl_size_str(s1, sizeof(s1), st->dram_bytes),
+	       st->blocks ? (double)st->dram_bytes / (double)st->blocks : 0.0);
+}
+
+int wcctl_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "options", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = argv[0], *options = NULL;
+	struct status_view v;
+	struct wc_config cfg;
+	wc_cache *c;
+	bool json = false;
+	int ch, ret;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o': options = optarg; break;
+		case 'j': json = true; break;
+		case 'h': status_usage(stdout); return WCCTL_OK;
+		default: status_usage(stderr); return WCCTL_USAGE;
+		}
+	}
+	ret = wcctl_positional(cmd, argc, argv, optind, 2, "CACHE ORIGIN");
+	if (!ret)
+		ret = wcctl_config(&cfg, cmd, options, NULL, true);
+	if (ret)
+		return ret;
+	memset(&v, 0, sizeof(v));
+	v.cache = argv[optind];
+	v.origin = argv[optind + 1];
+	cfg.no_threads = true;
+
+	ret = wc_open(&c, v.cache, v.origin, &cfg);
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
+		return WCCTL_FAIL;
+	}
+	wc_get_stats(c, &v.st);
+	snprintf(v.granularity, sizeof(v.granularity), "%s", v.st.granularity);
+	snprintf(v.origin_mode, sizeof(v.origin_mode), "%s", v.st.origin_mode);
+	v.st.granularity = v.granularity;
+	v.st.origin_mode = v.origin_mode;
+	v.block_size = wc_block_size(c);
+	v.size = wc_size(c);
+	ret = wc_close(c);
+	if (ret) {
+		fprintf(stderr, "%s: close: %s\n", cmd, wc_errmsg());
+		return WCCTL_FAIL;
+	}
+	/* The cache resolved its own policy from cfg.pmem; resolving it again
+	 * here gives the same answer (same config, same CPU, same env). */
+	if (pmem_config_set(&cfg.pmem)) {
+		struct wc_flush_policy p;
+
+		if (wc_flush_policy_init(&p, &cfg.pmem) == 0) {
+			v.pmem = p.info;
+			v.pmem_source = "this cache's pmem_* options";
+		}
+	}
+	if (!v.pmem_source) {
+		if (wc_pmem_info(&v.pmem))
+			fprintf(stderr, "%s: warning: %s\n", cmd, wc_errmsg());
+		v.pmem_source = "process default";
+	}
+	v.sb_ok = read_sb(v.cache, &v.img);
+	if (json)
+		status_json(&v);
+	else
+		status_text(&v);
+	return WCCTL_OK;
+}
+
+static void writeback_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: wcctl writeback CACHE ORIGIN [--options STRING] [--quiet]\n"
+	        "Open the cache, write every dirty block back to ORIGIN (a progress bar on\n"
+	        "stderr), make the origin durable and close.  Afterwards the origin alone\n"
+	        "holds all the data: the cache can be dropped (dm-writecache's `flush`\n"
+	        "message before removal).\n\n"
+	        "  --options S  configuration for the open (e.g. writeback_jobs=64)\n"
+	        "  --quiet      no progress bar\n"
+	        "  --help\n");
+}
+
+int wcctl_writeback(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "options", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = argv[0], *options = NULL;
+	struct wcctl_progress bar;
+	struct wc_config cfg;
+	struct wc_stats st;
+	wc_cache *c;
+	uint64_t total, done = 0;
+	bool quiet = false;
+	char s1[32];
+	double t0;
+	int ch, ret, r;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o': options = optarg; break;
+		case 'q': quiet = true; break;
+		case 'h': writeback_usage(stdout); return WCCTL_OK;
+		default: writeback_usage(stderr); return WCCTL_USAGE;
+		}
+	}
+	ret = wcctl_positional(cmd, argc, argv, optind, 2, "CACHE ORIGIN");
+	if (!ret)
+		ret = wcctl_config(&cfg, cmd, options, NULL, true);
+	if (ret)
+		return ret;
+	cfg.no_threads = true;
+
+	t0 = wcctl_now_s();
+	ret = wc_open(&c, argv[optind], argv[optind + 1], &cfg);
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
+		return WCCTL_FAIL;
+	}
+	wc_get_stats(c, &st);
+	total = st.dirty_blocks;
+	/* Cleaner mode makes every round pick any dirty block, not only those
+	 * above the watermark; one wc_poll unit is one round (up to
+	 * writeback_jobs blocks), so the bar moves once per round. */
+	ret = wc_set_cleaner(c, true);
+	quiet = quiet || total == 0;
+	if (!quiet)
+		wcctl_progress_start(&bar, total);
+	while (!ret) {
+		r = wc_poll(c, 1);
+		wc_get_stats(c, &st);
+		done = total > st.dirty_blocks ? total - st.dirty_blocks : 0;
+		if (!quiet)
+			wcctl_progress_update(&bar, done, "");
+		if (r <= 0)
+			break;
+	}
+	if (!quiet)
+		wcctl_progress_end(&bar);
+	/* wc_writeback finishes the job whatever happened above: it retries a
+	 * failed round until it succeeds or the error turns sticky, and it
+	 * returns only once the origin is durable. */
+	if (!ret)
+		ret = wc_writeback(c);
+	if (ret)
+		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
+	wc_get_stats(c, &st);
+	r = wc_close(c);
+	if (r && !ret) {
+		fprintf(stderr, "%s: close: %s\n", cmd, wc_errmsg());
+		ret = r;
+	}
+	if (ret)
+		return WCCTL_FAIL;
+	printf("wrote back %" PRIu64 " blocks (%s in %" PRIu64 " I/Os) in %.2f s; %" PRIu64
+	       " dirty blocks left, origin durable\n",
+	       total, wcctl_size_str(s1, sizeof(s1), st.writeback_bytes), st.writeback_ios,
+	       wcctl_now_s() - t0, st.dirty_blocks);
+	return st.dirty_blocks ? WCCTL_FAIL : WCCTL_OK;
+}

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * calibrate.c -- `wcctl calibrate`: the flush engine's quick measurement
+ * (wc_pmem_calibrate, what WC_PMEM_THRESHOLD=auto runs) beside the policy
+ * in force (wc_pmem_info).  `wcbench calibrate` runs the same measurement
+ * and then a longer sweep that prints every point.
+ */
+#include <getopt.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "wcctl.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: wcctl calibrate [--json]\n"
+	        "Measure where cached stores + flush start beating non-temporal stores on\n"
+	        "this machine (about 100 ms) and show the flush policy in force.  To use\n"
+	        "the result: WC_PMEM_THRESHOLD=<bytes>|nt|auto in the environment, or\n"
+	        "pmem_threshold=... in a cache's options.  `wcbench calibrate` prints the\n"
+	        "whole sweep.\n\n"
+	        "  --json   one JSON object instead\n"
+	        "  --help\n");
+}
+
+static void json_threshold(size_t t)
+{
+	if (t == SIZE_MAX)
+		printf("null");
+	else
+		printf("%zu", t);
+}
+
+static const char *cpu_flags(char *buf, size_t len, unsigned cpu)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {
+		{ WC_CPU_CLFLUSH, "clflush" }, { WC_CPU_CLFLUSHOPT, "clflushopt" },
+		{ WC_CPU_CLWB, "clwb" },       { WC_CPU_SSE2, "sse2" },
+		{ WC_CPU_SSE42, "sse4.2" },    { WC_CPU_AVX2, "avx2" },
+		{ WC_CPU_AVX512F, "avx512f" }, { WC_CPU_MOVDIR64B, "movdir64b" },
+	};
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((cpu & names[i].bit) && at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " " : "",
+			                       names[i].name);
+	return buf;
+}
+
+int wcctl_calibrate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = argv[0];
+	struct wc_pmem_info info;
+	size_t measured;
+	bool json = false, env_bad;
+	char flags[128], envmsg[512] = "";
+	double t0, ms;
+	int ch, ret;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'j': json = true; break;
+		case 'h': usage(stdout); return WCCTL_OK;
+		default: usage(stderr); return WCCTL_USAGE;
+		}
+	}
+	ret = wcctl_positional(cmd, argc, argv, optind, 0, "no argument");
+	if (ret)
+		return ret;
+
+	/* wc_pmem_info fills `info` even when a WC_PMEM_* variable is bad;
+	 * the bad variable is still a failure (never silently ignored). */
+	env_bad = wc_pmem_info(&info) != 0;
+	if (env_bad)
+		snprintf(envmsg, sizeof(envmsg), "%s", wc_errmsg());
+	t0 = wcctl_now_s();
+	ret = wc_pmem_calibrate(&measured);
+	ms = (wcctl_now_s() - t0) * 1e3;
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
+		return WCCTL_FAIL;
+	}
+	cpu_flags(flags, sizeof(flags), info.cpu);
+
+	if (json) {
+		printf("{\n  \"measured_threshold\": ");
+		json_threshold(measured);
+		printf(",\n  \"measure_ms\": %.1f,\n  \"in_force\": {\"threshold\": ", ms);
+		json_threshold(info.threshold);
+		printf(", \"small\": ");
+		wcctl_json_str(stdout, info.small_strategy);
+		printf(", \"large\": ");
+		wcctl_json_str(stdout, info.large_strategy);
+		printf(", \"reason\": ");
+		wcctl_json_str(stdout, info.reason);
+		printf("},\n  \"cpu\": {\"vendor\": ");
+		wcctl_json_str(stdout, info.vendor);
+		printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"line_size\": %u, "
+		       "\"features\": ",
+		       info.family, info.model, info.stepping, info.line_size);
+		wcctl_json_str(stdout, flags);
+		printf("},\n  \"environment_error\": ");
+		wcctl_json_str(stdout, env_bad ? envmsg : NULL);
+		printf("\n}\n");
+	} else {
+		printf("cpu          %s family %u model %u stepping %u, line %u B\n",
+		       info.vendor ? info.vendor : "?", info.family, info.model, info.stepping,
+		       info.line_size);
+		printf("features     %s\n", flags);
+		if (measured == SIZE_MAX)
+			printf("measured     non-temporal stores win at every size (%.0f ms)\n", ms);
+		else
+			printf("measured     cached+flush wins from %zu bytes (%.0f ms)\n", measured, ms);
+		if (info.threshold == SIZE_MAX)
+			printf("in force     non-temporal at every size (%s)\n", info.reason);
+		else
+			printf("in force     threshold %zu (%s)\n", info.threshold, info.reason);
+		printf("             small copies %s, large copies %s\n", info.small_strategy,
+		       info.large_strategy);
+		if (measured != info.threshold) {
+			char t[32];
+
+			if (measured == SIZE_MAX)
+				snprintf(t, sizeof(t), "nt");
+			else
+				snprintf(t, sizeof(t), "%zu", measured);
+			printf("to use it    WC_PMEM_THRESHOLD=%s (or =auto: measure at start-up), "
+			       "or pmem_threshold=%s in a cache's options\n", t, t);
+		}
+	}
+	if (env_bad) {
+		fprintf(stderr, "%s: %s\n", cmd, envmsg);
+		return WCCTL_FAIL;
+	}
+	return WCCTL_OK;
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * inspect.c -- `wcctl check` and `wcctl dump`: offline views of a cache
+ * image (image.c), without the origin and without writing a byte.
+ *
+ * What counts as damage is what makes recovery refuse, or what the commit
+ * protocol can never produce: a superblock wc_sb_validate rejects, a
+ * committed entry beyond the origin, two committed entries with one origin
+ * block and one seq.  Uncommitted entries are not damage: a crash between
+ * a write and its commit leaves them, and recovery drops them.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wcctl.h"
+
+static void print_sb(const struct wcctl_image *img, const char *prefix)
+{
+	const struct wc_pmem_sb *sb = &img->sb;
+	char s1[32], s2[32], uuid[40], when[64];
+
+	printf("%s%s: format %u, %" PRIu64 " blocks of %u B (%s), origin %s (%" PRIu64
+	       " blocks)\n",
+	       prefix, img->path, sb->version, sb->n_blocks, sb->block_size,
+	       wcctl_size_str(s1, sizeof(s1), sb->n_blocks * (uint64_t)sb->block_size),
+	       wcctl_size_str(s2, sizeof(s2), sb->origin_size),
+	       sb->block_size ? sb->origin_size / sb->block_size : 0);
+	printf("%suuid %s, formatted %s, seq_count %" PRIu64 "\n", prefix,
+	       wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid),
+	       wcctl_time_str(when, sizeof(when), sb->format_time), sb->seq_count);
+	printf("%sentries at offset %" PRIu64 ", data at offset %" PRIu64 ", file %" PRIu64
+	       " bytes (%" PRIu64 " used)\n",
+	       prefix, img->layout.entries_offset, img->layout.data_offset, img->file_size,
+	       img->layout.bytes_used);
+}
+
+static void check_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: wcctl check CACHE [--max N]\n"
+	        "Offline consistency check of a cache image, without the origin; the file\n"
+	        "is only read.  Checks the superblock (magic, version, CRC32C, geometry,\n"
+	        "truncation), that every committed entry lies inside the origin, and that\n"
+	        "no two committed entries hold one origin block with one seq.\n"
+	        "Uncommitted entries are reported as info: recovery drops them.\n\n"
+	        "  --max N   print at most N problems (default 100; 0 = all)\n"
+	        "  --help\n\n"
+	        "exit status: 0 clean, 1 damaged (or unreadable), 2 usage error\n");
+}
+
+static void problem(uint64_t *printed, uint64_t max, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void problem(uint64_t *printed, uint64_t max, const char *kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (max && *printed >= max)
+		return;
+	(*printed)++;
+	printf("%s: ", kind);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+int wcctl_check(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "max", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = argv[0];
+	struct wcctl_image img;
+	uint64_t max = 100, printed = 0, origin_blocks, damage;
+	char *end;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			max = strtoull(optarg, &end, 10);
+			if (*end || end == optarg || optarg[0] == '-') {
+				fprintf(stderr, "%s: --max %s: expected a count\n", cmd, optarg);
+				return WCCTL_USAGE;
+			}
+			break;
+		case 'h': check_usage(stdout); return WCCTL_OK;
+		default: check_usage(stderr); return WCCTL_USAGE;
+		}
+	}
+	ret = wcctl_positional(cmd, argc, argv, optind, 1, "CACHE");
+	if (ret)
+		return ret;
+
+	ret = wcctl_image_open(&img, argv[optind]);
+	if (img.fd < 0) {
+		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
+		return WCCTL_FAIL;
+	}
+	if (ret) {
+		printf("superblock: DAMAGED: %s\n", wc_errmsg());
+		printf("result: %s: DAMAGED (superblock; entries not checked)\n", img.path);
+		wcctl_image_close(&img);
+		return WCCTL_FAIL;
+	}
+	printf("superblock: ok\n");
+	print_sb(&img, "  ");
+	ret = wcctl_image_classify(&img);
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
+		wcctl_image_close(&img);
+		return WCCTL_FAIL;
+	}
+	origin_blocks = img.sb.origin_size / img.sb.block_size;
+	for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
+		const struct wc_pmem_entry *pe = &img.entries[i];
+		const struct wcctl_entry_info *e = &img.info[i];
+
+		if (e->state == WCCTL_OUTSIDE)
+			problem(&printed, max, "damage",
+			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
+			        " (seq %" PRIu64 ") is beyond the origin's %" PRIu64 " blocks",
+			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq,
+			        origin_blocks);
+		else if (e->state == WCCTL_DUPLICATE)
+			problem(&printed, max, "damage",
+			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
+			        " seq %" PRIu64 " is also held by entry %" PRIu32 " (offset %" PRIu64
+			        "): two committed versions in one commit",
+			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq, e->other,
+			        wcctl_entry_offset(&img, e->other));
+		else if (e->state == WCCTL_UNCOMMITTED)
+			problem(&printed, max, "info",
+			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
+			        " uncommitted (seq %" PRIu64 " >= seq_count %" PRIu64
+			        "): recovery drops it",
+			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq,
+			        img.sb.seq_count);
+	}
+	if (max && printed >= max)
+		printf("(more problems not printed: --max %" PRIu64 ")\n", max);
+	damage = img.n_outside + img.n_duplicate;
+	printf("entries: %" PRIu64 " committed (dirty), %" PRIu64 " superseded, %" PRIu64
+	       " uncommitted, %" PRIu64 " free, %" PRIu64 " outside the origin, %" PRIu64
+	       " duplicate\n",
+	       img.n_committed, img.n_superseded, img.n_uncommitted, img.n_free, img.n_outside,
+	       img.n_duplicate);
+	if (damage)
+		printf("result: %s: DAMAGED (%" PRIu64 " bad entries; wc_open would refuse it)\n",
+		       img.path, damage);
+	else
+		printf("result: %s: clean\n", img.path);
+	wcctl_image_close(&img);
+	return damage ? WCCTL_FAIL : WCCTL_OK;
+}
+
+static void dump_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: wcctl dump CACHE [--all]\n"
+	        "List the metadata entries of a cache image (offline, read only): index,\n"
+	        "entry offset, origin block, seq, state, data offset, and for a superseded\n"
+	        "entry the entry that holds the newer version.\n\n"
+	        "  --all    also list free entries\n"
+	        "  --help\n");
+}
+
+int wcctl_dump(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "all", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = argv[0];
+	struct wcctl_image img;
+	bool all = false;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a': all = true; break;
+		case 'h': dump_usage(stdout); return WCCTL_OK;
+		default: dump_usage(stderr); return WCCTL_USAGE;
+		}
+	}
+	ret = wcctl_positional(cmd, argc, argv, optind, 1, "CACHE");
+	if (ret)
+		return ret;
+
+	ret = wcctl_image_open(&img, argv[optind]);
+	if (!ret)
+		ret = wcctl_image_classify(&img);
+	if (ret) {
+		fprintf(stderr, "%s: %s%s\n", cmd, wc_errmsg(),
+		        img.fd >= 0 ? " (wcctl check tells more)" : "");
+		wcctl_image_close(&img);
+		return WCCTL_FAIL;
+	}
+	print_sb(&img, "# ");
+	printf("# %" PRIu64 " committed, %" PRIu64 " superseded, %" PRIu64 " uncommitted, %" PRIu64
+	       " free, %" PRIu64 " damaged\n",
+	       img.n_committed, img.n_superseded, img.n_uncommitted, img.n_free,
+	       img.n_outside + img.n_duplicate);
+	printf("#%9s %12s %14s %12s %-14s %14s %s\n", "index", "offset", "origin_block", "seq",
+	       "state", "data_offset", "note");
+	for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
+		const struct wc_pmem_entry *pe = &img.entries[i];
+		const struct wcctl_entry_info *e = &img.info[i];
+		char origin[24], seq[24], note[48] = "";
+
+		if (e->state == WCCTL_FREE && !all)
+			continue;
+		if (e->state == WCCTL_FREE) {
+			/* A freed entry keeps the origin block it last held. */
+			if (pe->origin_block == WC_NONE)
+				snprintf(origin, sizeof(origin), "-");
+			else
+				snprintf(origin, sizeof(origin), "(%" PRIu64 ")", pe->origin_block);
+			snprintf(seq, sizeof(seq), "-");
+		} else {
+			snprintf(origin, sizeof(origin), "%" PRIu64, pe->origin_block);
+			snprintf(seq, sizeof(seq), "%" PRIu64, pe->seq);
+		}
+		if (e->state == WCCTL_SUPERSEDED)
+			snprintf(note, sizeof(note), "superseded-by %" PRIu32, e->other);
+		else if (e->state == WCCTL_DUPLICATE)
+			snprintf(note, sizeof(note), "same-seq-as %" PRIu32, e->other);
+		printf("%10" PRIu64 " %12" PRIu64 " %14s %12s %-14s %14" PRIu64 " %s\n", i,
+		       wcctl_entry_offset(&img, i), origin, seq, wcctl_state_name(e->state),
+		       img.layout.data_offset + i * (uint64_t)img.layout.block_size, note);
+	}
+	wcctl_image_close(&img);
+	return WCCTL_OK;
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wcctl.h -- what the wcctl subcommands share: their entry points (one row
+ * each in main.c's table), the offline image reader (image.c) and small
+ * output helpers (util.c).
+ */
+#ifndef WCCTL_H
+#define WCCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "format.h"
+#include "wcache.h"
+
+/* Process exit status of every subcommand (dmsetup's convention). */
+enum { WCCTL_OK = 0, WCCTL_FAIL = 1, WCCTL_USAGE = 2 };
+
+/* A subcommand: argv[0] is "wcctl <name>" (getopt's messages then name the
+ * subcommand); returns the exit status. */
+int wcctl_create(int argc, char **argv);
+int wcctl_status(int argc, char **argv);
+int wcctl_writeback(int argc, char **argv);
+int wcctl_check(int argc, char **argv);
+int wcctl_dump(int argc, char **argv);
+int wcctl_calibrate(int argc, char **argv);
+
+/* ---- image.c: a cache file read without the library (never written) ---- */
+
+enum wcctl_entry_state {
+	WCCTL_FREE = 0,    /* seq == WC_NONE */
+	WCCTL_UNCOMMITTED, /* seq >= seq_count: recovery drops it */
+	WCCTL_COMMITTED,   /* the newest committed version of its origin block */
+	WCCTL_SUPERSEDED,  /* committed, but a newer committed entry holds its block */
+	WCCTL_OUTSIDE,     /* committed, origin block beyond the origin: damage */
+	WCCTL_DUPLICATE,   /* committed, same origin block and seq as another: damage */
+};
+
+/* 8 bytes per entry: a check of a 100 GiB cache of 4 KiB blocks needs
+ * ~200 MiB (plus 24 bytes per committed entry while sorting). */
+struct wcctl_entry_info {
+	/* SUPERSEDED: the entry holding the newer version; DUPLICATE: the other
+	 * entry with the same seq; WCCTL_NO_ENTRY otherwise.  The format keeps
+	 * n_blocks below UINT32_MAX. */
+	uint32_t other;
+	uint8_t state; /* enum wcctl_entry_state */
+};
+#define WCCTL_NO_ENTRY UINT32_MAX
+
+struct wcctl_image {
+	const char *path;
+	int fd;
+	uint64_t file_size;
+	struct wc_pmem_sb sb;          /* a copy of the superblock region's head */
+	struct wc_layout layout;       /* valid only if sb_ok */
+	bool sb_ok;
+	const struct wc_pmem_entry *entries; /* read-only mapping (NULL until mapped) */
+	void *map;
+	size_t map_len;
+	struct wcctl_entry_info *info; /* one per entry, after wcctl_image_classify */
+	uint64_t n_free, n_uncommitted, n_committed, n_superseded, n_outside, n_duplicate;
+};
+
+/* Open `path` read-only and validate its superblock with wc_sb_validate.
+ * Returns 0 (sb_ok), a negative errno from the validation (the image stays
+ * open so the caller can print fields; wc_errmsg() says what is wrong), or
+ * -errno with img->fd == -1 when the file cannot be read at all. */
+int wcctl_image_open(struct wcctl_image *img, const char *path);
+/* Map the entry array (needs sb_ok) and classify every entry as recovery
+ * would.  0 or -errno with a message. */
+int wcctl_image_classify(struct wcctl_image *img);
+void wcctl_image_close(struct wcctl_image *img);
+/* Byte offset of entry `idx` in the file. */
+uint64_t wcctl_entry_offset(const struct wcctl_image *img, uint64_t idx);
+const char *wcctl_state_name(enum wcctl_entry_state s);
+
+/* ---- util.c ----------------------------------------------------------- */
+
+/* "8 MiB", "4 KiB", "512 B" */
+const char *wcctl_size_str(char *buf, size_t len, uint64_t bytes);
+/* 36 characters + NUL. */
+const char *wcctl_uuid_str(char *buf, size_t len, const uint8_t uuid[16]);
+/* "2024-05-01 12:00:00 UTC" */
+const char *wcctl_time_str(char *buf, size_t len, uint64_t epoch_s);
+/* Write `s` as a JSON string literal (NULL -> null). */
+void wcctl_json_str(FILE *f, const char *s);
+/* A config from --options (and --size, NULL = none); `for_open` leaves the
+ * block size to the superblock.  Prints the error and returns WCCTL_USAGE
+ * on a bad string, else WCCTL_OK. */
+int wcctl_config(struct wc_config *cfg, const char *cmd, const char *options,
+                 const char *size, bool for_open);
+/* Print "wcctl <cmd>: unexpected/missing argument" and return WCCTL_USAGE
+ * unless argc - optind == want. */
+int wcctl_positional(const char *cmd, int argc, char **argv, int optind_now, int want,
+                     const char *what);
+
+/* A progress bar on stderr: redrawn in place on a terminal, otherwise one
+ * line per tenth so logs stay short. */
+struct wcctl_progress {
+	uint64_t total;
+	bool tty;
+	int last_tenth;
+	uint64_t last_done;
+	double t0, last_draw;
+};
+void wcctl_progress_start(struct wcctl_progress *p, uint64_t total);
+void wcctl_progress_update(struct wcctl_progress *p, uint64_t done, const char *note);
+void wcctl_progress_end(struct wcctl_progress *p);
+double wcctl_now_s(void);
+
+#endif
