@@ -237,7 +237,8 @@ struct wc_stats {
 	uint64_t writeback_errors;  /* failed origin writes (retried) */
 	uint64_t dram_bytes;        /* DRAM used for metadata */
 	const char *granularity;    /* "byte", "cache-line", "page" */
-	const char *origin_mode;    /* e.g. "libaio O_DIRECT", "libaio buffered+fdatasync" */
+	const char *origin_mode;    /* e.g. "libaio O_DIRECT ..."; both strings belong to the
+	                               cache and are valid until wc_close() */
 };
 int wc_get_stats(wc_cache *c, struct wc_stats *st);
 void wc_clear_stats(wc_cache *c);
