@@ -203,6 +203,12 @@ void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
 /* Unlink a version (shard lock held, unpinned) and invalidate it, so that
  * once the caller drains it can be freed. */
 void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx);
+/* Drop every version of `origin` with seq <= seq_limit that is not under
+ * write-back (shard lock held, versions unpinned), oldest first and the
+ * newest only once the others' invalidations are durable; emit() gets each
+ * dropped index (to free after the caller's drain).  Returns how many. */
+unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint64_t seq_limit,
+                          void (*emit)(struct wc_cache *, uint32_t, void *), void *emit_arg);
 bool wc_autocommit_due(struct wc_cache *c);
 
 static inline bool wc_is_committed(struct wc_cache *c, uint64_t seq)

@@ -96,6 +96,61 @@ void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 	wc_entry_invalidate(c, idx);
 }
 
+struct newest_arg {
+	uint64_t limit;
+	uint32_t newest;
+};
+
+static void find_newest(struct wc_cache *c, struct wc_shard *s, uint32_t idx, void *arg)
+{
+	struct newest_arg *a = arg;
+
+	(void)s;
+	if (c->e[idx].seq <= a->limit && !(c->e[idx].flags & WC_E_WB) &&
+	    (a->newest == WC_NIL || c->e[idx].seq > c->e[a->newest].seq))
+		a->newest = idx;
+}
+
+struct drop_arg {
+	uint64_t limit;
+	uint32_t keep;
+	unsigned n;
+	void (*emit)(struct wc_cache *, uint32_t, void *);
+	void *emit_arg;
+};
+
+static void drop_older(struct wc_cache *c, struct wc_shard *s, uint32_t idx, void *arg)
+{
+	struct drop_arg *d = arg;
+
+	if (idx == d->keep || c->e[idx].seq > d->limit || (c->e[idx].flags & WC_E_WB))
+		return;
+	wc_version_drop(c, s, idx);
+	d->emit(c, idx, d->emit_arg);
+	d->n++;
+}
+
+unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint64_t seq_limit,
+                          void (*emit)(struct wc_cache *, uint32_t, void *), void *emit_arg)
+{
+	struct newest_arg na = { seq_limit, WC_NIL };
+	struct drop_arg d = { seq_limit, WC_NIL, 0, emit, emit_arg };
+
+	wc_index_each_version(c, s, origin, find_newest, &na);
+	if (na.newest == WC_NIL)
+		return 0;
+	d.keep = na.newest;
+	wc_index_each_version(c, s, origin, drop_older, &d);
+	/* The older versions' invalidations must be durable before the newest
+	 * one's: otherwise a crash could keep an older version valid with the
+	 * newest gone, and recovery would resurrect stale data. */
+	if (d.n)
+		wc_flush_drain(&c->fp);
+	wc_version_drop(c, s, na.newest);
+	emit(c, na.newest, emit_arg);
+	return d.n + 1;
+}
+
 struct idx_vec {
 	uint32_t *v;
 	size_t n, cap;
@@ -161,11 +216,29 @@ static void wait_epoch_quiet(struct wc_cache *c, uint64_t e)
 	}
 }
 
+/* Writes that went around the cache (cleaner mode) were acknowledged before
+ * this commit began, so they must be durable before its commit point: a crash
+ * right after the point must not show the cache's new blocks beside an
+ * origin block that lost its newer write. */
+static int flush_write_arounds(struct wc_cache *c)
+{
+	int ret;
+
+	if (!atomic_exchange(&c->origin_dirty, false))
+		return 0;
+	ret = wc_origin_flush(&c->origin);
+	if (ret) {
+		atomic_store(&c->origin_dirty, true);
+		wc_set_error(c, ret, "origin flush of writes that went around the cache");
+	}
+	return ret;
+}
+
 int wc_commit(struct wc_cache *c, bool count_flush)
 {
 	uint64_t target = atomic_load(&c->epoch), e;
 	struct wc_pmem_sb *sb = wc_sb(c->base);
-	int err, ret = 0;
+	int err, ret;
 
 	pthread_mutex_lock(&c->commit_lock);
 	if (count_flush)
@@ -176,12 +249,15 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		return wc_err(-EIO, "%s: commit refused: the cache is in error state (%d)",
 		              c->cache_path, err);
 	}
+	ret = flush_write_arounds(c);
+	if (ret)
+		goto out;
 	/* Group commit: another thread committed our epoch while we waited. */
 	if (atomic_load(&c->committed_seq) > target)
-		goto origin;
+		goto out;
 	e = atomic_load(&c->epoch);
 	if (atomic_load(&c->uncommitted[e & 1]) == 0)
-		goto origin; /* invariant (6): nothing new, no fence */
+		goto out; /* invariant (6): nothing new, no fence */
 
 	atomic_store(&c->epoch, e + 1);
 	wait_epoch_quiet(c, e);
@@ -194,15 +270,7 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		atomic_store(&c->first_dirty_ms, 0);
 	c->commits++;
 	free_superseded(c, e & 1);
-origin:
-	/* Writes that went around the cache must be durable too. */
-	if (atomic_exchange(&c->origin_dirty, false)) {
-		ret = wc_origin_flush(&c->origin);
-		if (ret) {
-			wc_set_error(c, ret, "origin flush after write-around");
-			atomic_store(&c->origin_dirty, true);
-		}
-	}
+out:
 	pthread_mutex_unlock(&c->commit_lock);
 	return ret;
 }
