@@ -259,6 +259,12 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	if (atomic_load(&c->uncommitted[e & 1]) == 0)
 		goto out; /* invariant (6): nothing new, no fence */
 
+	if (e + 1 >= WC_SEQ_MAX) {
+		/* Unreachable in practice; refuse rather than wrap. */
+		wc_set_error(c, -EOVERFLOW, "commit counter at its ceiling");
+		ret = wc_err(-EOVERFLOW, "%s: commit counter reached 2^63", c->cache_path);
+		goto out;
+	}
 	atomic_store(&c->epoch, e + 1);
 	wait_epoch_quiet(c, e);
 	wc_flush_drain(&c->fp);                      /* data + entries of e */

@@ -107,8 +107,8 @@ int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *
 	if (l->bytes_used > file_size)
 		return wc_err(-EFBIG, "%s: truncated: the superblock needs %llu bytes, the file has %llu",
 		              path, (unsigned long long)l->bytes_used, (unsigned long long)file_size);
-	if (sb->seq_count >= WC_NONE - 1)
-		return wc_err(-EUCLEAN, "%s: commit counter seq_count %llu at offset %u is out of range",
+	if (sb->seq_count >= WC_SEQ_MAX)
+		return wc_err(-EUCLEAN, "%s: commit counter seq_count %llu at offset %u is out of range (>= 2^63)",
 		              path, (unsigned long long)sb->seq_count, WC_SEQ_OFFSET);
 	return 0;
 }

@@ -23,6 +23,9 @@
 #define WC_SB_REGION 4096u             /* superblock region; entries follow */
 #define WC_SEQ_OFFSET 256u             /* seq_count sits alone in its cache line */
 #define WC_NONE UINT64_MAX             /* entry field value: free / invalidated */
+/* The commit counter's ceiling: a commit every nanosecond takes 292 years to
+ * reach it, and every seq below it stays distinct from WC_NONE. */
+#define WC_SEQ_MAX (1ull << 63)
 #define WC_MIN_BLOCK 512u
 #define WC_MAX_BLOCK 65536u
 

@@ -84,9 +84,19 @@ static void supersede(struct wc_cache *c, struct wc_shard *s, uint32_t old, uint
 
 static int write_around(struct wc_cache *c, const void *src, uint64_t block)
 {
-	int ret = wc_origin_rw_sync(&c->origin, WC_ORIGIN_WRITE, (void *)src,
-	                            c->layout.block_size, block << c->block_shift);
+	uint32_t bs = c->layout.block_size, align = c->origin_align ? c->origin_align : 1;
+	void *bounce = NULL;
+	int ret;
 
+	/* The caller's buffer need not suit O_DIRECT: bounce it if not. */
+	if ((uintptr_t)src % align) {
+		if (posix_memalign(&bounce, align < 4096 ? 4096 : align, bs))
+			return wc_err(-ENOMEM, "%s write-around: %u-byte bounce buffer", c->cache_path, bs);
+		memcpy(bounce, src, bs);
+		src = bounce;
+	}
+	ret = wc_origin_rw_sync(&c->origin, WC_ORIGIN_WRITE, (void *)src, bs, block << c->block_shift);
+	free(bounce);
 	if (ret)
 		return ret;
 	atomic_store(&c->origin_dirty, true);

@@ -100,10 +100,11 @@ int wc_map_open(struct wc_cache *c, bool create, uint64_t create_size)
 		                                pmem2_get_drain_fn(c->map));
 		break;
 	}
-	if (wc_test_hooks) {
-		c->fp.observer = wc_test_hooks->observer;
-		if (wc_test_hooks->mapped)
-			wc_test_hooks->mapped(wc_test_hooks->ctx, c->base, c->map_len);
+	c->hooks = wc_test_hooks; /* the same hooks see the unmap */
+	if (c->hooks) {
+		c->fp.observer = c->hooks->observer;
+		if (c->hooks->mapped)
+			c->hooks->mapped(c->hooks->ctx, c->base, c->map_len);
 	}
 	return 0;
 }
@@ -111,8 +112,8 @@ int wc_map_open(struct wc_cache *c, bool create, uint64_t create_size)
 void wc_map_close(struct wc_cache *c)
 {
 	if (c->map) {
-		if (wc_test_hooks && wc_test_hooks->unmapped)
-			wc_test_hooks->unmapped(wc_test_hooks->ctx, c->base, c->map_len);
+		if (c->hooks && c->hooks->unmapped)
+			c->hooks->unmapped(c->hooks->ctx, c->base, c->map_len);
 		pmem2_map_delete(&c->map);
 	}
 	if (c->src)
