@@ -125,7 +125,6 @@ struct wc_cache {
 	atomic_uint_fast64_t committed_seq;  /* == durable sb->seq_count */
 	atomic_uint_fast64_t uncommitted[2]; /* blocks allocated per epoch parity */
 	atomic_uint_fast64_t first_dirty_ms; /* time of the oldest uncommitted write; 0 none */
-	atomic_bool origin_dirty;            /* writes went around: flush the origin too */
 	uint64_t commits, flushes;           /* under commit_lock */
 
 	/* write-back (writeback.c) */

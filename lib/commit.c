@@ -216,29 +216,11 @@ static void wait_epoch_quiet(struct wc_cache *c, uint64_t e)
 	}
 }
 
-/* Writes that went around the cache (cleaner mode) were acknowledged before
- * this commit began, so they must be durable before its commit point: a crash
- * right after the point must not show the cache's new blocks beside an
- * origin block that lost its newer write. */
-static int flush_write_arounds(struct wc_cache *c)
-{
-	int ret;
-
-	if (!atomic_exchange(&c->origin_dirty, false))
-		return 0;
-	ret = wc_origin_flush(&c->origin);
-	if (ret) {
-		atomic_store(&c->origin_dirty, true);
-		wc_set_error(c, ret, "origin flush of writes that went around the cache");
-	}
-	return ret;
-}
-
 int wc_commit(struct wc_cache *c, bool count_flush)
 {
 	uint64_t target = atomic_load(&c->epoch), e;
 	struct wc_pmem_sb *sb = wc_sb(c->base);
-	int err, ret;
+	int err, ret = 0;
 
 	pthread_mutex_lock(&c->commit_lock);
 	if (count_flush)
@@ -249,9 +231,6 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		return wc_err(-EIO, "%s: commit refused: the cache is in error state (%d)",
 		              c->cache_path, err);
 	}
-	ret = flush_write_arounds(c);
-	if (ret)
-		goto out;
 	/* Group commit: another thread committed our epoch while we waited. */
 	if (atomic_load(&c->committed_seq) > target)
 		goto out;
