@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * crash-sweep -- the long power-failure sweep: runs the crash workloads
+ * (crash_workloads.c) with seed S, S+1, ... until N crash images have been
+ * recovered and checked, and prints "images=N violations=M".  Exit 0 when
+ * there is no violation, 1 when there is (each dumped with --dump), 2 on a
+ * usage or setup error.
+ *
+ *   crash-sweep --images 10000 --seed 1
+ *   crash-sweep --workload discard --images 500 --dump /tmp/violations
+ *   crash-sweep --replay tests/crash-regressions/NAME
+ *   crash-sweep --sabotage 3 --images 500   (must report violations)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "crash_run.h"
+#include "testutil.h"
+
+static void usage(FILE *f)
+{
+	const char *const *names = crash_workloads();
+
+	fprintf(f,
+	        "usage: crash-sweep [--images N] [--seed S] [--workload NAME] [--dump DIR]\n"
+	        "                   [--random-per-point R] [--written-per-mille P]\n"
+	        "                   [--recovery-every K] [--probe-every K] [--sabotage N]\n"
+	        "                   [--trace] [-v]\n"
+	        "       crash-sweep --replay DIR\n"
+	        "       crash-sweep --list\n"
+	        "defaults: --images 10000 --seed 1 --random-per-point 2 --written-per-mille 50\n"
+	        "          --recovery-every 4 --probe-every 16; all workloads in turn\n"
+	        "workloads:");
+	for (; *names; names++)
+		fprintf(f, " %s", *names);
+	fprintf(f, "\n");
+}
+
+static int parse_u64(const char *s, const char *what, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	if (errno || !*s || *end || s[0] == '-') {
+		fprintf(stderr, "crash-sweep: %s: not a number: '%s'\n", what, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "images", required_argument, NULL, 'n' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "workload", required_argument, NULL, 'w' },
+		{ "dump", required_argument, NULL, 'd' },
+		{ "random-per-point", required_argument, NULL, 'r' },
+		{ "written-per-mille", required_argument, NULL, 'p' },
+		{ "recovery-every", required_argument, NULL, 'R' },
+		{ "probe-every", required_argument, NULL, 'P' },
+		{ "sabotage", required_argument, NULL, 'S' },
+		{ "replay", required_argument, NULL, 'y' },
+		{ "trace", no_argument, NULL, 't' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct crash_opts o = {
+		.seed = 1, .random_per_point = 2, .written_per_mille = 50,
+		.recovery_every = 4, .probe_every = 16, .log = stderr,
+	};
+	struct crash_result r = { 0 };
+	const char *workload = NULL, *replay = NULL;
+	uint64_t images = 10000, v, first_seed;
+	bool verbose = false;
+	double t0;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "n:s:w:d:r:p:R:P:S:y:tlvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (parse_u64(optarg, "--images", &images) || images == 0)
+				return 2;
+			break;
+		case 's':
+			if (parse_u64(optarg, "--seed", &o.seed))
+				return 2;
+			break;
+		case 'w':
+			if (!crash_workload_about(optarg)) {
+				fprintf(stderr, "crash-sweep: --workload: unknown workload '%s'\n", optarg);
+				usage(stderr);
+				return 2;
+			}
+			workload = optarg;
+			break;
+		case 'd':
+			o.dump_dir = optarg;
+			break;
+		case 'r':
+			if (parse_u64(optarg, "--random-per-point", &v) || v == 0 || v > 8)
+				return 2;
+			o.random_per_point = (unsigned)v;
+			break;
+		case 'p':
+			if (parse_u64(optarg, "--written-per-mille", &v) || v > 1000)
+				return 2;
+			o.written_per_mille = (unsigned)v;
+			break;
+		case 'R':
+			if (parse_u64(optarg, "--recovery-every", &v) || v > UINT32_MAX)
+				return 2;
+			o.recovery_every = (unsigned)v;
+			break;
+		case 'P':
+			if (parse_u64(optarg, "--probe-every", &v) || v > UINT32_MAX)
+				return 2;
+			o.probe_every = (unsigned)v;
+			break;
+		case 'S':
+			if (parse_u64(optarg, "--sabotage", &v) || v == 0 || v > UINT32_MAX)
+				return 2;
+			o.sabotage_drain_every = (unsigned)v;
+			break;
+		case 'y':
+			replay = optarg;
+			break;
+		case 't':
+			o.trace = stdout;
+			break;
+		case 'l':
+			for (const char *const *n = crash_workloads(); *n; n++)
+				printf("%-10s %s\n", *n, crash_workload_about(*n));
+			return 0;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	/* The real flush code runs on /dev/shm files only with this. */
+	setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 0);
+	o.scratch_dir = wc_test_dir();
+
+	if (replay) {
+		char why[512];
+		int ret = crash_replay(replay, o.scratch_dir, why, sizeof(why));
+
+		if (ret < 0) {
+			fprintf(stderr, "crash-sweep: --replay %s: %s (%s)\n", replay, strerror(-ret), why);
+			return 2;
+		}
+		printf("images=1 violations=%d\n", ret);
+		return ret ? 1 : 0;
+	}
+
+	t0 = now_s();
+	first_seed = o.seed;
+	while (r.images < images && r.errors == 0) {
+		const char *const *names = crash_workloads();
+
+		for (; *names && r.images < images && r.errors == 0; names++) {
+			uint64_t before = r.images, bad = r.violations;
+			int ret;
+
+			if (workload && strcmp(*names, workload) != 0)
+				continue;
+			o.max_images = images;
+			ret = crash_run(*names, &o, &r);
+			if (ret < 0 && r.errors == 0) {
+				fprintf(stderr, "crash-sweep: workload %s seed %" PRIu64 ": %s\n", *names,
+				        o.seed, strerror(-ret));
+				r.errors++;
+			}
+			if (verbose)
+				fprintf(stderr, "%-10s seed %-6" PRIu64 " images %-6" PRIu64
+				        " violations %" PRIu64 "\n", *names, o.seed, r.images - before,
+				        r.violations - bad);
+		}
+		o.seed++;
+	}
+	printf("images=%" PRIu64 " violations=%" PRIu64 "\n", r.images, r.violations);
+	printf("recovery_images=%" PRIu64 " refused_torn_formats=%" PRIu64 " probes=%" PRIu64
+	       " workload_calls=%" PRIu64 " drains=%" PRIu64 " seeds=%" PRIu64 "..%" PRIu64
+	       " seconds=%.1f errors=%" PRIu64 "\n", r.recovery_images, r.refused, r.probes, r.calls,
+	       r.drains, first_seed, o.seed - 1, now_s() - t0, r.errors);
+	if (r.errors)
+		return 2;
+	return r.violations ? 1 : 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * crash_run_impl.h -- between the sweep engine (crash_run.c) and its
+ * workloads (crash_workloads.c): the driver a workload calls instead of the
+ * API.  Each drv_* call records the call in the model before issuing it,
+ * acknowledges it when the contract says it is durable, and afterwards
+ * recovers and checks every crash image captured during it.
+ */
+#ifndef WC_CRASH_RUN_IMPL_H
+#define WC_CRASH_RUN_IMPL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "crash_model.h"
+#include "crash_run.h"
+#include "crash_trace.h"
+#include "crashsim.h"
+#include "fault_origin.h"
+#include "wcache.h"
+
+struct crash_capture;
+struct crash_drv;
+
+struct crash_workload {
+	const char *name, *about;
+	uint32_t block_size;
+	uint64_t origin_blocks, cache_blocks;
+	unsigned autocommit_blocks;      /* 0 = the sweep's default (3) */
+	int (*run)(struct crash_drv *d);
+};
+
+struct crash_drv {
+	const struct crash_opts *o;
+	struct crash_result *r;
+	const struct crash_workload *wl;
+
+	struct wc_model *model;
+	struct fault_origin *fo;
+	struct trace_origin *trace;      /* wraps fo with --trace */
+	struct wc_origin origin;         /* what the workload's cache gets */
+	struct wc_crashsim *sim;
+	wc_cache *c;
+	struct wc_config cfg;
+	char cache_path[PATH_MAX];
+	uint64_t cache_bytes;
+	struct wc_rng rng;               /* the workload's choices */
+	struct wc_rng img_rng;           /* origin images, probes */
+	uint8_t *buf;                    /* origin_blocks x block_size */
+
+	bool formatting;                 /* inside wc_create: a refusal is allowed */
+	char op[96];                     /* the call in progress, for reports */
+	uint64_t ops;
+	uint64_t verified;               /* images recovered (selects recovery crashes, probes) */
+
+	struct crash_capture *caps;      /* images captured during the call in progress */
+	size_t ncaps, cap_caps;
+	bool capture_full;               /* max_images reached */
+};
+
+const struct crash_workload *crash_workload_find(const char *name);
+
+/* crash_run.c: recover and check every image captured during the call that
+ * just returned (and forget them); print to the run's log. */
+void crash_verify_captures(struct crash_drv *d);
+void crash_say(const struct crash_opts *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The calls a workload makes (0 or a negative errno; a failure ends the run). */
+int drv_create(struct crash_drv *d);
+int drv_open(struct crash_drv *d);
+int drv_close(struct crash_drv *d);
+int drv_write(struct crash_drv *d, uint64_t first, uint64_t count, unsigned flags);
+int drv_flush(struct crash_drv *d);
+int drv_discard(struct crash_drv *d, uint64_t first, uint64_t count);
+int drv_writeback(struct crash_drv *d);
+int drv_poll(struct crash_drv *d, unsigned budget);
+int drv_cleaner(struct crash_drv *d, bool on);
+uint64_t drv_random(struct crash_drv *d, uint64_t below);
+
+#endif

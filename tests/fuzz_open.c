@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fuzz_open.c -- fuzzed recovery: the input overwrites the superblock and
+ * the entries of a valid small cache image, and wc_open_origin must either
+ * refuse it with a message or give a cache that reads, writes, flushes,
+ * closes and reopens -- never crash, hang or trip ASan/UBSan.
+ *
+ * Input: byte 0 = flags, the rest overwrites the image from offset 0 (at
+ * most up to the data area; a short input changes only a prefix):
+ *   bit 0  recompute the superblock CRC afterwards (reach the entry checks
+ *          instead of dying at the CRC)
+ *   bit 1  restore magic and version afterwards
+ *
+ * Builds:
+ *  - libFuzzer (clang -fsanitize=fuzzer,...): tests/run-fuzz builds and runs it;
+ *  - replay (WC_FUZZ_REPLAY): a main() that runs every file of a corpus
+ *    folder through the same function and prints TAP (make check), or
+ *    writes the seed corpus (--make-corpus DIR).
+ */
+#include <dirent.h>
+#include <stdbool.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "crash_model.h"
+#include "fault_origin.h"
+#include "format.h"
+#include "wcache.h"
+
+#define BS 512u
+#define CACHE_BLOCKS 8u
+#define ORIGIN_BLOCKS 16u
+
+enum { FUZZ_FIX_CRC = 1, FUZZ_FIX_MAGIC = 2 };
+
+static char image_path[PATH_MAX];
+static uint8_t *template_img;   /* a valid image with committed and uncommitted entries */
+static size_t template_len;
+static size_t meta_len;         /* superblock + entries: what the input may overwrite */
+static uint8_t *origin_img;
+static uint8_t *io_buf;
+static char last_outcome[200]; /* for the replay's TAP lines */
+
+static void remove_image(void)
+{
+	unlink(image_path);
+}
+
+static void die(const char *what, int ret)
+{
+	fprintf(stderr, "fuzz_open setup: %s: %d %s\n", what, ret, wc_errmsg());
+	abort();
+}
+
+static int write_image(const uint8_t *img, size_t len)
+{
+	int fd = open(image_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ssize_t w;
+
+	if (fd < 0)
+		return -errno;
+	w = write(fd, img, len);
+	close(fd);
+	return w == (ssize_t)len ? 0 : -EIO;
+}
+
+static int origin_new(struct fault_origin **fo)
+{
+	int ret = fault_origin_create(fo, ORIGIN_BLOCKS * BS, BS);
+
+	if (!ret)
+		ret = fault_origin_load(*fo, origin_img, ORIGIN_BLOCKS * BS, 0);
+	return ret;
+}
+
+static void config(struct wc_config *cfg)
+{
+	wc_config_init(cfg);
+	cfg->block_size = BS;
+	cfg->no_threads = true;
+	cfg->autocommit_ms = 3600 * 1000;
+}
+
+/* The valid image every input starts from: blocks committed, overwritten
+ * (superseded versions), and uncommitted ones, as a crash leaves them. */
+static void setup(void)
+{
+	struct wc_layout layout;
+	struct fault_origin *fo;
+	struct wc_config cfg;
+	wc_cache *c;
+	int ret, fd;
+
+	if (template_img)
+		return;
+	setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 0);
+	/* run-fuzz points WC_FUZZ_DIR at a folder it removes even after a
+	 * crash (which skips atexit). */
+	snprintf(image_path, sizeof(image_path), "%s/wcfuzz-%d.cache",
+	         getenv("WC_FUZZ_DIR") ? getenv("WC_FUZZ_DIR") : "/dev/shm", (int)getpid());
+	atexit(remove_image);
+	ret = wc_layout_for_blocks(&layout, CACHE_BLOCKS, BS);
+	if (ret)
+		die("layout", ret);
+	template_len = layout.bytes_used;
+	meta_len = layout.data_offset;
+	origin_img = malloc(ORIGIN_BLOCKS * BS);
+	if (posix_memalign((void **)&io_buf, 4096, ORIGIN_BLOCKS * BS) || !origin_img)
+		die("malloc", -ENOMEM);
+	for (unsigned b = 0; b < ORIGIN_BLOCKS; b++)
+		wc_pattern_fill(origin_img + b * BS, BS, b, 0);
+
+	fd = open(image_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ftruncate(fd, (off_t)template_len) != 0)
+		die("image file", -errno);
+	close(fd);
+	if (origin_new(&fo))
+		die("origin", -ENOMEM);
+	config(&cfg);
+	ret = wc_create_origin(&c, image_path, fault_origin_origin(fo), &cfg);
+	if (ret)
+		die("wc_create_origin", ret);
+	for (unsigned b = 0; b < 6; b++) {
+		wc_pattern_fill(io_buf, BS, b, 1);
+		if (wc_write(c, io_buf, BS, b * BS, 0) != BS)
+			die("write", -EIO);
+	}
+	if (wc_flush(c))
+		die("flush", -EIO);
+	for (unsigned b = 2; b < 4; b++) {
+		wc_pattern_fill(io_buf, BS, b, 2);
+		if (wc_write(c, io_buf, BS, b * BS, 0) != BS)
+			die("write", -EIO);
+	}
+	/* The file as a crash would leave it: the last writes uncommitted. */
+	template_img = malloc(template_len);
+	fd = open(image_path, O_RDONLY);
+	if (!template_img || fd < 0 || pread(fd, template_img, template_len, 0) != (ssize_t)template_len)
+		die("reading the template", -EIO);
+	close(fd);
+	wc_close(c);
+	fault_origin_destroy(fo);
+}
+
+/* Everything a user may do with a cache that opened. */
+static void exercise(wc_cache *c, struct fault_origin *fo)
+{
+	uint64_t size = wc_size(c), bs = wc_block_size(c), probe = 0;
+	struct wc_stats st;
+	wc_cache *again;
+	uint64_t v = 0;
+	int ret;
+
+	/* Whatever geometry the input made acceptable: read all of it. */
+	if (size > ORIGIN_BLOCKS * BS)
+		size = ORIGIN_BLOCKS * BS;
+	if (bs == 0 || bs > size || size % bs != 0) {
+		fprintf(stderr, "fuzz_open: opened with block size %" PRIu64 " over %" PRIu64 " bytes\n",
+		        bs, wc_size(c));
+		abort();
+	}
+	if (wc_read(c, io_buf, size, 0) != (ssize_t)size) {
+		wc_close(c); /* a read error is an answer, not a crash */
+		return;
+	}
+	if (wc_get_stats(c, &st) != 0 || st.free_blocks > st.blocks || st.dirty_blocks > st.blocks) {
+		fprintf(stderr, "fuzz_open: stats break invariants after open\n");
+		abort();
+	}
+	probe = (size / bs) / 2;
+	wc_pattern_fill(io_buf, (uint32_t)bs, probe, 99);
+	if (wc_write(c, io_buf, bs, probe * bs, WC_FUA) != (ssize_t)bs) {
+		wc_close(c);
+		return;
+	}
+	wc_discard(c, 0, bs);
+	wc_writeback(c);
+	if (wc_close(c) != 0)
+		return;
+	/* A cache that opened and closed cleanly must open again, with the
+	 * FUA write in it. */
+	ret = wc_open_origin(&again, image_path, fault_origin_origin(fo), NULL);
+	if (ret) {
+		fprintf(stderr, "fuzz_open: a cache that opened and closed does not reopen: %d %s\n", ret,
+		        wc_errmsg());
+		abort();
+	}
+	if (wc_read(again, io_buf, bs, probe * bs) == (ssize_t)bs &&
+	    (wc_pattern_decode(io_buf, (uint32_t)bs, probe, &v) != WC_PATTERN_OK || v != 99)) {
+		fprintf(stderr, "fuzz_open: a FUA write did not survive close and reopen\n");
+		abort();
+	}
+	wc_close(again);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static uint8_t *img;
+	struct fault_origin *fo;
+	struct wc_config cfg;
+	wc_cache *c;
+	unsigned flags;
+	size_t n;
+	int ret;
+
+	setup();
+	if (!img && !(img = malloc(template_len)))
+		abort();
+	if (size == 0)
+		return 0;
+	flags = data[0];
+	n = size - 1 < meta_len ? size - 1 : meta_len;
+	memcpy(img, template_img, template_len);
+	memcpy(img, data + 1, n);
+	if (flags & FUZZ_FIX_MAGIC) {
+		struct wc_pmem_sb *sb = wc_sb(img);
+
+		sb->magic = WC_MAGIC;
+		sb->version = WC_FORMAT_VERSION;
+	}
+	if (flags & FUZZ_FIX_CRC) {
+		struct wc_pmem_sb *sb = wc_sb(img);
+
+		sb->crc = wc_sb_crc(sb);
+	}
+	if (write_image(img, template_len) != 0 || origin_new(&fo) != 0)
+		abort();
+	config(&cfg);
+	cfg.block_size = 0; /* take the superblock's */
+	ret = wc_open_origin(&c, image_path, fault_origin_origin(fo), &cfg);
+	if (ret) {
+		const char *msg = wc_errmsg();
+
+		if (ret >= 0 || !msg || !msg[0]) {
+			fprintf(stderr, "fuzz_open: refusal %d without a message\n", ret);
+			abort();
+		}
+		snprintf(last_outcome, sizeof(last_outcome), "refused %d: %s", ret, msg);
+	} else {
+		snprintf(last_outcome, sizeof(last_outcome), "opened");
+		exercise(c, fo);
+	}
+	fault_origin_destroy(fo);
+	return 0;
+}
+
+#ifdef WC_FUZZ_REPLAY
+/* ---- the plain build: replay a corpus (make check), or write one ---- */
+
+static int save_seed(const char *dir, const char *name, unsigned flags, const uint8_t *img,
+                     size_t len)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f)
+		return -errno;
+	fputc((int)flags, f);
+	fwrite(img, 1, len, f);
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+/* Seeds aimed at each refusal of wc_open and at recovery's classes of
+ * entries (see recover.c): short where only the superblock matters. */
+static int make_corpus(const char *dir)
+{
+	uint8_t *img;
+	struct wc_pmem_sb *sb;
+	struct wc_pmem_entry *e;
+	struct wc_layout l;
+	int ret = 0;
+
+	setup();
+	img = malloc(meta_len);
+	if (!img)
+		return -ENOMEM;
+	mkdir(dir, 0755);
+	sb = wc_sb(img);
+	wc_layout_for_blocks(&l, CACHE_BLOCKS, BS);
+	e = wc_pmem_entry(img, &l, 0);
+
+#define RESET() memcpy(img, template_img, meta_len)
+	RESET();
+	ret |= save_seed(dir, "valid", 0, img, meta_len);
+	ret |= save_seed(dir, "valid-sb-only", 0, img, 512);
+	memset(img, 0, 512);
+	ret |= save_seed(dir, "never-formatted", 0, img, 512);
+	RESET();
+	sb->magic ^= 1;
+	ret |= save_seed(dir, "bad-magic", 0, img, 512);
+	RESET();
+	sb->version = 7;
+	ret |= save_seed(dir, "bad-version", FUZZ_FIX_CRC, img, 512);
+	RESET();
+	sb->n_blocks += 1;
+	ret |= save_seed(dir, "bad-crc", 0, img, 512);
+	RESET();
+	sb->n_blocks = UINT64_MAX / 16;
+	ret |= save_seed(dir, "huge-n-blocks", FUZZ_FIX_CRC, img, 512);
+	RESET();
+	sb->block_size = 4096;
+	ret |= save_seed(dir, "other-block-size", FUZZ_FIX_CRC, img, 512);
+	RESET();
+	sb->block_size = 1000;
+	ret |= save_seed(dir, "odd-block-size", FUZZ_FIX_CRC, img, 512);
+	RESET();
+	sb->data_offset = 4096 + 8;
+	ret |= save_seed(dir, "misaligned-data", FUZZ_FIX_CRC, img, 512);
+	RESET();
+	sb->entries_offset = 1u << 30;
+	ret |= save_seed(dir, "entries-past-end", FUZZ_FIX_CRC, img, 512);
+	RESET();
+	sb->origin_size = (uint64_t)ORIGIN_BLOCKS * BS * 2;
+	ret |= save_seed(dir, "origin-too-small", FUZZ_FIX_CRC, img, 512);
+	RESET();
+	sb->seq_count = 0;
+	ret |= save_seed(dir, "nothing-committed", 0, img, meta_len);
+	RESET();
+	sb->seq_count = UINT64_MAX;
+	ret |= save_seed(dir, "all-committed", 0, img, meta_len);
+	RESET();
+	e[1].origin_block = ORIGIN_BLOCKS;
+	ret |= save_seed(dir, "entry-outside-origin", FUZZ_FIX_CRC, img, meta_len);
+	RESET();
+	e[1] = e[0];
+	ret |= save_seed(dir, "duplicate-entry", FUZZ_FIX_CRC, img, meta_len);
+	RESET();
+	for (unsigned i = 0; i < CACHE_BLOCKS; i++)
+		e[i].origin_block = 3;
+	ret |= save_seed(dir, "one-block-everywhere", FUZZ_FIX_CRC, img, meta_len);
+	RESET();
+	for (unsigned i = 0; i < CACHE_BLOCKS; i++)
+		e[i].seq = e[i].seq == WC_NONE ? 0 : e[i].seq;
+	ret |= save_seed(dir, "free-entries-committed", FUZZ_FIX_CRC, img, meta_len);
+#undef RESET
+	free(img);
+	return ret ? -EIO : 0;
+}
+
+/* Each input runs in a child, so that a crash (abort, sanitizer report,
+ * signal) is one failed TAP line and the remaining inputs still run. */
+static bool replay_one(const char *path, char *outcome, size_t len)
+{
+	uint8_t *buf = NULL;
+	int pipefd[2], status;
+	long size = 0;
+	ssize_t got;
+	FILE *f;
+	pid_t pid;
+
+	f = fopen(path, "rb");
+	if (f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
+		buf = malloc((size_t)size + 1);
+	if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
+		snprintf(outcome, len, "unreadable");
+		if (f)
+			fclose(f);
+		free(buf);
+		return false;
+	}
+	fclose(f);
+	if (pipe(pipefd) != 0) {
+		free(buf);
+		snprintf(outcome, len, "pipe: %s", strerror(errno));
+		return false;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		close(pipefd[0]);
+		LLVMFuzzerTestOneInput(buf, (size_t)size);
+		if (write(pipefd[1], last_outcome, strlen(last_outcome)) < 0)
+			_exit(3);
+		_exit(0); /* the parent owns the image file */
+	}
+	close(pipefd[1]);
+	free(buf);
+	got = pid > 0 ? read(pipefd[0], outcome, len - 1) : -1;
+	outcome[got > 0 ? got : 0] = '\0';
+	close(pipefd[0]);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+		snprintf(outcome, len, "fork/wait failed");
+		return false;
+	}
+	if (WIFSIGNALED(status)) {
+		snprintf(outcome, len, "crashed with signal %d (the harness prints why)", WTERMSIG(status));
+		return false;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(outcome, len, "exited with status %d", WEXITSTATUS(status));
+		return false;
+	}
+	return true;
+}
+
+static int replay_dir(const char *dir)
+{
+	struct dirent **names;
+	int n, files = 0, failed = 0;
+
+	setup(); /* in the parent: one image file, removed at its exit */
+	n = scandir(dir, &names, NULL, alphasort);
+	if (n < 0) {
+		printf("1..0 # SKIP no corpus at %s\n", dir);
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		files += names[i]->d_name[0] != '.';
+	printf("1..%d\n", files);
+	for (int i = 0, t = 0; i < n; i++) {
+		char path[PATH_MAX + 264], outcome[sizeof(last_outcome)];
+
+		if (names[i]->d_name[0] != '.') {
+			bool ok;
+
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+			ok = replay_one(path, outcome, sizeof(outcome));
+			printf("%s %d - %s: %s\n", ok ? "ok" : "not ok", ++t, names[i]->d_name, outcome);
+			failed += !ok;
+		}
+		free(names[i]);
+	}
+	free(names);
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	const char *src = getenv("WC_TEST_SRCDIR");
+	char dir[PATH_MAX];
+	int ret;
+
+	if (argc == 3 && strcmp(argv[1], "--make-corpus") == 0) {
+		ret = make_corpus(argv[2]);
+		if (ret)
+			fprintf(stderr, "fuzz_open: writing the corpus into %s failed\n", argv[2]);
+		return ret ? 1 : 0;
+	}
+	if (argc == 2)
+		snprintf(dir, sizeof(dir), "%s", argv[1]);
+	else
+		snprintf(dir, sizeof(dir), "%s/tests/fuzz-corpus", src ? src : ".");
+	ret = replay_dir(dir);
+	return ret ? 1 : 0;
+}
+#endif
