@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * flush.h -- the flush engine's internal contract, shared by lib/flush/*.c,
- * the cache (lib/*.c), wcbench and the tests.
+ * flush.h -- the flush engine's internal contract, shared by the files of lib/flush,
+ * the cache (lib/), wcbench and the tests.
  *
  * A `struct wc_flush_policy` is a resolved policy: the functions chosen for
  * small and large copies, the flush and the drain, for one mapping
@@ -57,12 +57,24 @@ struct wc_flush_policy {
 	wc_drain_fn drain;              /* the fence */
 	const struct wc_flush_observer *observer; /* NULL outside tests */
 	struct wc_pmem_info info;       /* what is in force, and why */
+	/* additions: the CACHE_LINE choice, kept so that
+	 * wc_flush_policy_set_granularity() can return to it */
+	struct {
+		size_t threshold;
+		wc_copy_fn copy_small, copy_large;
+		wc_set_fn set_small, set_large;
+		wc_range_fn flush;
+		const char *small_strategy, *large_strategy, *reason;
+	} line;
 };
 
 /*
  * Resolve a policy from `cfg` (NULL or all-zero = the process default, which
  * includes the WC_PMEM_* environment) for CACHE_LINE granularity.
  * 0 or -EINVAL/-ENOTSUP with a message.
+ * (Details: all-zero copies the policy wc_pmem_configure() last installed;
+ * otherwise the fields left 0 take the environment's values and `disable`
+ * adds the environment's bits.  A bad WC_PMEM_* value is -EINVAL here.)
  */
 int wc_flush_policy_init(struct wc_flush_policy *p, const struct wc_pmem_config *cfg);
 

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * strategy.c -- the table of ways to move bytes into the persistence
+ * domain, what each needs from the CPU, and which non-temporal width the
+ * engine prefers.
+ */
+#include <string.h>
+
+#include "config.h"
+#include "engine.h"
+
+#if defined(__x86_64__)
+#define X86(fn) fn
+#else
+#define X86(fn) NULL
+#endif
+
+#if defined(__x86_64__) && defined(WC_HAVE_AVX512)
+#define AVX512(fn) fn
+#else
+#define AVX512(fn) NULL
+#endif
+
+static const struct wc_strategy table[WC_STRAT_COUNT] = {
+	[WC_STRAT_NT_MOVNTI] = { "nt-movnti", X86(wc_nt_movnti_copy), X86(wc_nt_movnti_set),
+	                         0, 1 },
+	[WC_STRAT_NT_SSE2] = { "nt-sse2", X86(wc_nt_sse2_copy), X86(wc_nt_sse2_set),
+	                       WC_CPU_SSE2, 1 },
+	[WC_STRAT_NT_AVX2] = { "nt-avx2", X86(wc_nt_avx2_copy), X86(wc_nt_avx2_set),
+	                       WC_CPU_AVX2, 1 },
+	[WC_STRAT_NT_AVX512] = { "nt-avx512", AVX512(wc_nt_avx512_copy),
+	                         AVX512(wc_nt_avx512_set), WC_CPU_AVX512F, 1 },
+	[WC_STRAT_CACHED_CLFLUSHOPT] = { "cached+clflushopt", X86(wc_cached_clflushopt_copy),
+	                                 X86(wc_cached_clflushopt_set), WC_CPU_CLFLUSHOPT, 0 },
+	[WC_STRAT_CACHED_CLWB] = { "cached+clwb", X86(wc_cached_clwb_copy),
+	                           X86(wc_cached_clwb_set), WC_CPU_CLWB, 0 },
+	[WC_STRAT_PMEM2] = { "pmem2", wc_generic_copy, wc_generic_set, 0, 0 },
+};
+
+const struct wc_strategy *wc_strategy_get(enum wc_strategy_id id)
+{
+	/* The NT head/tail flush instruction is chosen by the CPU probe. */
+	wc_cpu_get();
+	if ((unsigned)id >= WC_STRAT_COUNT)
+		return NULL;
+	if (id == WC_STRAT_PMEM2 && wc_generic_init() != 0)
+		return NULL;
+	return &table[id];
+}
+
+/* `features` is what the caller may use: the detected set minus what it
+ * pretends absent (or a pretended CPU's set, in the policy tests). */
+int wc_strategy_usable(enum wc_strategy_id id, unsigned features)
+{
+	const struct wc_strategy *s = wc_strategy_get(id);
+
+	return s && s->copy && (features & s->needs) == s->needs;
+}
+
+const struct wc_strategy *wc_strategy_by_name(const char *name)
+{
+	for (unsigned i = 0; i < WC_STRAT_COUNT; i++)
+		if (strcmp(table[i].name, name) == 0)
+			return wc_strategy_get((enum wc_strategy_id)i);
+	return NULL;
+}
+
+/*
+ * Widest first.  Measured here (Zen 4, 64 B..64 MiB, `wcbench flush`):
+ * the widths tie within noise once memory is the bottleneck (>= 64 KiB),
+ * and below that fewer, wider stores per line win; see docs/flush-engine.md.
+ */
+static const enum wc_strategy_id nt_preference[] = {
+	WC_STRAT_NT_AVX512, WC_STRAT_NT_AVX2, WC_STRAT_NT_SSE2, WC_STRAT_NT_MOVNTI,
+};
+
+enum wc_strategy_id wc_strategy_best_nt(unsigned features)
+{
+	for (size_t i = 0; i < sizeof(nt_preference) / sizeof(nt_preference[0]); i++)
+		if (wc_strategy_usable(nt_preference[i], features))
+			return nt_preference[i];
+	return WC_STRAT_PMEM2;
+}

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flush_report.c -- `wcbench flush`'s verdict and output: the table, JSON
+ * and the gnuplot chart.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flushbench.h"
+#include "wcbench.h"
+
+void flushbench_judge(const struct bench *b, struct verdict v[NMODES])
+{
+	for (unsigned m = 0; m < NMODES; m++) {
+		v[m].min_vs_best = v[m].min_vs_pmem2 = INFINITY;
+		v[m].misses = v[m].ties = 0;
+		for (unsigned si = 0; si < b->nsizes; si++) {
+			double vb = b->vs_best[si][m], vp = b->vs_pmem2[si][m];
+
+			if (vb < GOAL_VS_BEST || vp < GOAL_VS_PMEM2) {
+				v[m].misses++;
+				if ((vb >= GOAL_VS_BEST || b->vs_best_q3[si][m] >= GOAL_VS_BEST) &&
+				    (vp >= GOAL_VS_PMEM2 || b->vs_pmem2_q3[si][m] >= GOAL_VS_PMEM2))
+					v[m].ties++;
+			}
+
+			if (vb < v[m].min_vs_best) {
+				v[m].min_vs_best = vb;
+				v[m].q3_best = b->vs_best_q3[si][m];
+				v[m].at_best = b->sizes[si];
+			}
+			if (vp < v[m].min_vs_pmem2) {
+				v[m].min_vs_pmem2 = vp;
+				v[m].q3_pmem2 = b->vs_pmem2_q3[si][m];
+				v[m].at_pmem2 = b->sizes[si];
+			}
+		}
+	}
+}
+
+/*
+ * Met: every median ratio reaches its goal.  Tie: where a median misses,
+ * the upper quartile of that size's paired runs still reaches the goal --
+ * the difference is inside the run-to-run spread (the same spread the
+ * policy shows against the identical strategy it runs).
+ */
+enum goal flushbench_goal(const struct verdict v[NMODES])
+{
+	unsigned misses = 0, ties = 0;
+
+	for (unsigned m = 0; m < NMODES; m++) {
+		misses += v[m].misses;
+		ties += v[m].ties;
+	}
+	return !misses ? GOAL_MET : ties == misses ? GOAL_TIE : GOAL_MISSED;
+}
+
+static const char *goal_text(enum goal g)
+{
+	return g == GOAL_MET ? "met" :
+	       g == GOAL_TIE ? "met within noise (every shortfall is inside its size's run-to-run "
+	                       "spread: a tie)" : "NOT met";
+}
+
+static const char *ns_str(char *buf, size_t len, double ns)
+{
+	if (ns < 1e3)
+		snprintf(buf, len, "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, len, "%.1fus", ns / 1e3);
+	else
+		snprintf(buf, len, "%.1fms", ns / 1e6);
+	return buf;
+}
+
+static const char *gran_name(enum pmem2_granularity g)
+{
+	return g == PMEM2_GRANULARITY_BYTE ? "BYTE" :
+	       g == PMEM2_GRANULARITY_CACHE_LINE ? "CACHE_LINE" : "PAGE";
+}
+
+static void policy_text(char *buf, size_t len, const struct wc_pmem_info *in)
+{
+	if (in->threshold == SIZE_MAX || strcmp(in->small_strategy, in->large_strategy) == 0)
+		snprintf(buf, len, "%s at every size", in->small_strategy);
+	else
+		snprintf(buf, len, "%s below %zu B, %s from %zu B", in->small_strategy,
+		         in->threshold, in->large_strategy, in->threshold);
+}
+
+void flushbench_print_table(const struct bench *b)
+{
+	const struct wc_pmem_info *in = &b->policy->info;
+	const struct wc_cpu *cpu = wc_cpu_get();
+	char s1[64], s2[64], text[256];
+	struct verdict v[NMODES];
+
+	printf("wcbench flush: %s, region %s, granularity %s%s, median of %u runs, %.0f ms samples\n",
+	       b->path, wcb_size_str(s1, sizeof(s1), b->region), gran_name(b->gran),
+	       b->forced_gran ? " (PMEM2_FORCE_GRANULARITY set by wcbench)" : "", b->runs,
+	       b->time_ms);
+	printf("cpu: %s family 0x%x model 0x%x stepping %u, line %u B\n", cpu->vendor,
+	       cpu->family, cpu->model, cpu->stepping, cpu->line_size);
+	policy_text(text, sizeof(text), in);
+	printf("policy: %s -- %s\n", text, in->reason);
+	for (unsigned m = 0; m < NMODES; m++) {
+		printf("\n%s: GB/s and time per copy\n", m == MODE_FENCED ? "fence after every copy" :
+		       "one fence per batch of copies");
+		if (m == MODE_BATCHED)
+			printf("(batch %u)\n", b->batch);
+		printf("%-9s", "size");
+		for (unsigned ci = 0; ci < b->ncols; ci++)
+			printf(" %17s", b->col[ci].kind == COL_MEMCPY ? "memcpy*" : b->col[ci].name);
+		printf("  %8s %9s  best\n", "pol/best", "pol/pmem2");
+		for (unsigned si = 0; si < b->nsizes; si++) {
+			printf("%-9s", wcb_size_str(s1, sizeof(s1), b->sizes[si]));
+			for (unsigned ci = 0; ci < b->ncols; ci++) {
+				double ns = b->median[si][ci][m];
+
+				printf(" %8.2f %8s", (double)b->sizes[si] / ns,
+				       ns_str(s2, sizeof(s2), ns));
+			}
+			printf("  %8.2f %9.2f  %s\n", b->vs_best[si][m], b->vs_pmem2[si][m],
+			       b->col[b->best[si][m]].name);
+		}
+	}
+	flushbench_judge(b, v);
+	printf("\n* memcpy: plain cached stores, not persistent (a ceiling, for reference)\n");
+	for (unsigned m = 0; m < NMODES; m++)
+		printf("%s: policy/best >= %.2f (lowest at %s, upper quartile %.2f), "
+		       "policy/pmem2 >= %.2f (lowest at %s, upper quartile %.2f)\n",
+		       m == MODE_FENCED ? "fenced " : "batched", v[m].min_vs_best,
+		       wcb_size_str(s1, sizeof(s1), v[m].at_best), v[m].q3_best, v[m].min_vs_pmem2,
+		       wcb_size_str(s2, sizeof(s2), v[m].at_pmem2), v[m].q3_pmem2);
+	printf("goal (>= 0.95x best single strategy and >= 1.0x pmem2 at every size, both modes): %s\n",
+	       goal_text(flushbench_goal(v)));
+}
+
+void flushbench_print_json(const struct bench *b)
+{
+	const struct wc_pmem_info *in = &b->policy->info;
+	const struct wc_cpu *cpu = wc_cpu_get();
+	struct verdict v[NMODES];
+	static const char *modes[NMODES] = { "fenced", "batched" };
+
+	flushbench_judge(b, v);
+	printf("{\n  \"tool\": \"wcbench flush\",\n  \"path\": ");
+	wcb_json_str(stdout, b->path);
+	printf(",\n  \"region\": %llu,\n  \"granularity\": \"%s\",\n  \"granularity_forced\": %s,\n",
+	       (unsigned long long)b->region, gran_name(b->gran), b->forced_gran ? "true" : "false");
+	printf("  \"runs\": %u,\n  \"batch\": %u,\n  \"sample_ms\": %g,\n  \"dst_offset\": %u,\n",
+	       b->runs, b->batch, b->time_ms, b->dst_offset);
+	printf("  \"cpu\": {\"vendor\": ");
+	wcb_json_str(stdout, cpu->vendor);
+	printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"line_size\": %u, "
+	       "\"features\": %u},\n", cpu->family, cpu->model, cpu->stepping, cpu->line_size,
+	       cpu->features);
+	printf("  \"policy\": {\"small\": ");
+	wcb_json_str(stdout, in->small_strategy);
+	printf(", \"large\": ");
+	wcb_json_str(stdout, in->large_strategy);
+	if (in->threshold == SIZE_MAX)
+		printf(", \"threshold\": null");
+	else
+		printf(", \"threshold\": %zu", in->threshold);
+	printf(", \"reason\": ");
+	wcb_json_str(stdout, in->reason);
+	printf("},\n  \"columns\": [");
+	for (unsigned ci = 0; ci < b->ncols; ci++) {
+		printf("%s", ci ? ", " : "");
+		wcb_json_str(stdout, b->col[ci].name);
+	}
+	printf("],\n  \"results\": [\n");
+	for (unsigned si = 0; si < b->nsizes; si++)
+		for (unsigned m = 0; m < NMODES; m++) {
+			printf("    {\"size\": %llu, \"mode\": \"%s\", \"ns_per_copy\": {",
+			       (unsigned long long)b->sizes[si], modes[m]);
+			for (unsigned ci = 0; ci < b->ncols; ci++) {
+				printf("%s", ci ? ", " : "");
+				wcb_json_str(stdout, b->col[ci].name);
+				printf(": %.2f", b->median[si][ci][m]);
+			}
+			printf("}, \"gbps\": {");
+			for (unsigned ci = 0; ci < b->ncols; ci++) {
+				printf("%s", ci ? ", " : "");
+				wcb_json_str(stdout, b->col[ci].name);
+				printf(": %.3f", (double)b->sizes[si] / b->median[si][ci][m]);
+			}
+			printf("}, \"best\": ");
+			wcb_json_str(stdout, b->col[b->best[si][m]].name);
+			printf(", \"policy_vs_best\": %.3f, \"policy_vs_best_q3\": %.3f, "
+			       "\"policy_vs_pmem2\": %.3f, \"policy_vs_pmem2_q3\": %.3f}%s\n",
+			       b->vs_best[si][m], b->vs_best_q3[si][m], b->vs_pmem2[si][m],
+			       b->vs_pmem2_q3[si][m],
+			       si + 1 == b->nsizes && m + 1 == NMODES ? "" : ",");
+		}
+	printf("  ],\n  \"summary\": {");
+	for (unsigned m = 0; m < NMODES; m++)
+		printf("\"%s\": {\"min_policy_vs_best\": %.3f, \"at\": %llu, "
+		       "\"min_policy_vs_pmem2\": %.3f, \"at_pmem2\": %llu}, ",
+		       modes[m], v[m].min_vs_best, (unsigned long long)v[m].at_best,
+		       v[m].min_vs_pmem2, (unsigned long long)v[m].at_pmem2);
+	printf("\"goal\": \"%s\"}\n}\n", flushbench_goal(v) == GOAL_MET ? "met" :
+	       flushbench_goal(v) == GOAL_TIE ? "tie" : "not met");
+}
+
+int flushbench_plot(const struct bench *b)
+{
+	const char *gp = wcb_gnuplot();
+	char data[] = "/tmp/wcbench-flush-XXXXXX";
+	FILE *f;
+	int fd, ret;
+
+	if (!gp) {
+		fprintf(stderr, "wcbench flush: gnuplot is not installed (apt-get install "
+		        "gnuplot-nox): no plot written\n");
+		return -1;
+	}
+	fd = mkstemp(data);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		fprintf(stderr, "wcbench flush: plot data file: %s\n", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	for (unsigned m = 0; m < NMODES; m++) {
+		fprintf(f, "size");
+		for (unsigned ci = 0; ci < b->ncols; ci++)
+			fprintf(f, " %s", b->col[ci].name);
+		fprintf(f, "\n");
+		for (unsigned si = 0; si < b->nsizes; si++) {
+			fprintf(f, "%llu", (unsigned long long)b->sizes[si]);
+			for (unsigned ci = 0; ci < b->ncols; ci++)
+				fprintf(f, " %.4f", (double)b->sizes[si] / b->median[si][ci][m]);
+			fprintf(f, "\n");
+		}
+		fprintf(f, "\n\n");
+	}
+	fclose(f);
+
+	f = popen(gp, "w");
+	if (!f) {
+		fprintf(stderr, "wcbench flush: run %s: %s\n", gp, strerror(errno));
+		unlink(data);
+		return -1;
+	}
+	fprintf(f, "set terminal pngcairo size 1600,640 font ',10'\nset output '%s'\n", b->plot);
+	fprintf(f, "set multiplot layout 1,2 title 'wcbench flush: %s (%s granularity)' "
+	        "noenhanced\n", b->path, gran_name(b->gran));
+	fprintf(f, "set logscale x 2\nset format x '%%.0b%%B'\nset xlabel 'copy size'\n"
+	        "set ylabel 'GB/s'\nset yrange [0:*]\nset grid\nset key top left noenhanced\n");
+	for (unsigned m = 0; m < NMODES; m++) {
+		fprintf(f, "set title '%s'\n", m == MODE_FENCED ? "fence after every copy" :
+		        "one fence per batch");
+		fprintf(f, "plot for [i=2:%u] '%s' index %u using 1:i with linespoints "
+		        "title columnheader(i)\n", b->ncols + 1, data, m);
+	}
+	fprintf(f, "unset multiplot\n");
+	ret = pclose(f);
+	unlink(data);
+	if (ret != 0) {
+		fprintf(stderr, "wcbench flush: gnuplot failed (status %d)\n", ret);
+		return -1;
+	}
+	if (!b->quiet)
+		fprintf(stderr, "wcbench flush: plot written to %s\n", b->plot);
+	return 0;
+}

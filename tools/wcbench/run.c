@@ -1,0 +1,695 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * run.c -- `wcbench run`: a workload against a cache, and against its cost
+ * floor, in the same invocation.
+ *
+ * The cache phase drives wc_write/wc_read from --threads threads.  The floor
+ * phase then does the same operations, in the same order and from the same
+ * number of threads, with the flush engine alone: each write is one
+ * wc_flush_copy() with the cache's own policy into a mapped /dev/shm region
+ * the size of the cache, at the operation's offset, and each thread drains
+ * once per autocommit_blocks blocks (or per write with --fua, per
+ * --flush-every writes); each read is a memcpy out of the region.  That is
+ * what a cache with no index, no allocator and no commit would cost, so
+ * cache/floor says how much of the bare persist bandwidth the cache keeps.
+ * A third phase, floor+lock, adds one uncontended mutex lock/unlock per
+ * write: on x86 the first locked instruction after non-temporal stores waits
+ * for them as SFENCE does (measured here: 4 KiB random writes 151 -> 244 ns,
+ * the same as an SFENCE per write), so floor+lock is the ceiling of any
+ * design that takes a lock, or any atomic read-modify-write, per write.
+ *
+ * Fairness: both phases take the same timestamps (one clock read per
+ * operation, into a per-thread log-bucket histogram), generate offsets with
+ * the same generator, and run on pages that were faulted in beforehand --
+ * the tmpfs page faults of a fresh mapping cost more than a 4 KiB copy and
+ * would otherwise dominate the first pass over the cache.  Rounds alternate
+ * cache and floor (1 then 2 threads with --scaling); the report gives medians
+ * over rounds and the median of the per-round ratios, which cancel slow
+ * drifts of a shared machine.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache_impl.h"
+#include "histogram.h"
+#include "run.h"
+#include "wcbench.h"
+
+static const char *const workload_names[] = { "randwrite", "seqwrite", "randread", "randrw" };
+
+const char *run_workload_name(enum workload wl)
+{
+	return wl < WL_COUNT ? workload_names[wl] : "?";
+}
+
+static const char *cleanup_paths[2]; /* unlinked on SIGINT/SIGTERM */
+
+static void on_signal(int sig)
+{
+	for (unsigned i = 0; i < 2; i++)
+		if (cleanup_paths[i])
+			unlink(cleanup_paths[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: wcbench run [options]\n"
+	        "Drive a cache with a workload and measure, in the same run, its cost floor: the\n"
+	        "same bytes copied with the flush engine alone (the cache's policy) into a mapped\n"
+	        "region of the cache's size, one fence per autocommit batch.  Prints IOPS, MB/s,\n"
+	        "latency percentiles, the cache's stats deltas and the ratio cache/floor.\n\n"
+	        "  --workload W       randwrite (default), seqwrite, randread, randrw\n"
+	        "  --read-pct N       randrw: percent reads (default 50)\n"
+	        "  --bs BYTES         I/O size, a multiple of the block size (default: block size)\n"
+	        "  --threads N        worker threads (default 1)\n"
+	        "  --scaling          run 1 thread, then 2, and print the 2/1 ratio\n"
+	        "  --duration S       seconds per phase (default 2)\n"
+	        "  --ops N            a fixed number of operations per phase instead\n"
+	        "  --runs N           rounds, medians reported (default 5)\n"
+	        "  --working-set B    bytes of the origin the workload touches (default 256M)\n"
+	        "  --flush-every N    wc_flush() after every N writes of a thread\n"
+	        "  --fua              every write with WC_FUA\n"
+	        "  --options STR      cache options for wc_config_parse (e.g. autocommit_blocks=128)\n"
+	        "  --cache PATH       cache file (default /dev/shm/wcbench.pmem)\n"
+	        "  --cache-size B     (default 1G)\n"
+	        "  --origin PATH      origin file (default /dev/shm/wcbench.origin)\n"
+	        "  --origin-size B    (default 4G, sparse)\n"
+	        "  --force            overwrite existing cache/origin files\n"
+	        "  --keep             keep the files afterwards (default: removed)\n"
+	        "  --no-prefill       do not write the working set before measuring\n"
+	        "  --no-floor         skip the cost floor (and the locked floor)\n"
+	        "  --no-lock-floor    skip the floor + one mutex lock/unlock per write (the\n"
+	        "                     ceiling of any design that locks once per write)\n"
+	        "  --seed N           offset generator seed (default 1)\n"
+	        "  --check            exit 1 unless the issue-3 goals are met (randwrite:\n"
+	        "                     cache >= 0.8x floor at 1 thread; 2 threads >= 1.7x 1)\n"
+	        "  --json             machine-readable output on stdout\n"
+	        "  --quiet            no progress on stderr\n"
+	        "  --help\n\n"
+	        "Without PMEM2_FORCE_GRANULARITY, wcbench sets it to CACHE_LINE so a /dev/shm\n"
+	        "file runs the real flush code (on DRAM: not power-fail safe).\n");
+}
+
+static int parse_uint_opt(const char *name, const char *s, unsigned long long lo,
+                          unsigned long long hi, unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < lo || v > hi) {
+		fprintf(stderr, "wcbench run: --%s %s: expected an integer in %llu..%llu\n", name, s,
+		        lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_size_opt(const char *name, const char *s, uint64_t *out)
+{
+	if (wcb_parse_size(s, out) != 0 || *out == 0) {
+		fprintf(stderr, "wcbench run: --%s %s: not a size (e.g. 4096, 4K, 256M, 1G)\n",
+		        name, s);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_args(struct run_opts *o, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "workload", required_argument, NULL, 'w' },
+		{ "read-pct", required_argument, NULL, 'R' },
+		{ "bs", required_argument, NULL, 'b' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "scaling", no_argument, NULL, 'S' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "ops", required_argument, NULL, 'n' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "working-set", required_argument, NULL, 'W' },
+		{ "flush-every", required_argument, NULL, 'F' },
+		{ "fua", no_argument, NULL, 'U' },
+		{ "options", required_argument, NULL, 'o' },
+		{ "cache", required_argument, NULL, 'c' },
+		{ "cache-size", required_argument, NULL, 'C' },
+		{ "origin", required_argument, NULL, 'g' },
+		{ "origin-size", required_argument, NULL, 'G' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "keep", no_argument, NULL, 'k' },
+		{ "no-prefill", no_argument, NULL, 'P' },
+		{ "no-floor", no_argument, NULL, 'N' },
+		{ "no-lock-floor", no_argument, NULL, 'L' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "check", no_argument, NULL, 'K' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long long v;
+	bool read_pct_set = false;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->wl = WL_RANDWRITE;
+	o->read_pct = 50;
+	o->threads = 1;
+	o->duration_s = 2;
+	o->runs = 5;
+	o->working_set = 256ull << 20;
+	o->cache_path = "/dev/shm/wcbench.pmem";
+	o->origin_path = "/dev/shm/wcbench.origin";
+	o->cache_size = 1ull << 30;
+	o->origin_size = 4ull << 30;
+	o->seed = 1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'w': {
+			unsigned i;
+
+			for (i = 0; i < WL_COUNT; i++)
+				if (strcmp(optarg, workload_names[i]) == 0)
+					break;
+			if (i == WL_COUNT) {
+				fprintf(stderr, "wcbench run: --workload %s: expected randwrite, "
+				        "seqwrite, randread or randrw\n", optarg);
+				return 2;
+			}
+			o->wl = (enum workload)i;
+			break;
+		}
+		case 'R':
+			if (parse_uint_opt("read-pct", optarg, 0, 100, &v))
+				return 2;
+			o->read_pct = (unsigned)v;
+			read_pct_set = true;
+			break;
+		case 'b':
+			if (parse_size_opt("bs", optarg, &o->bs))
+				return 2;
+			break;
+		case 't':
+			if (parse_uint_opt("threads", optarg, 1, RUN_MAX_THREADS, &v))
+				return 2;
+			o->threads = (unsigned)v;
+			break;
+		case 'S': o->scaling = true; break;
+		case 'd': {
+			char *end;
+
+			o->duration_s = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->duration_s > 0 && o->duration_s <= 3600)) {
+				fprintf(stderr, "wcbench run: --duration %s: expected 0 < seconds <= 3600\n",
+				        optarg);
+				return 2;
+			}
+			o->ops = 0;
+			break;
+		}
+		case 'n':
+			if (parse_uint_opt("ops", optarg, 1, 1ull << 40, &v))
+				return 2;
+			o->ops = v;
+			break;
+		case 'r':
+			if (parse_uint_opt("runs", optarg, 1, RUN_MAX_ROUNDS, &v))
+				return 2;
+			o->runs = (unsigned)v;
+			break;
+		case 'W':
+			if (parse_size_opt("working-set", optarg, &o->working_set))
+				return 2;
+			break;
+		case 'F':
+			if (parse_uint_opt("flush-every", optarg, 1, 1ull << 32, &v))
+				return 2;
+			o->flush_every = v;
+			break;
+		case 'U': o->fua = true; break;
+		case 'o': o->options = optarg; break;
+		case 'c': o->cache_path = optarg; break;
+		case 'C':
+			if (parse_size_opt("cache-size", optarg, &o->cache_size))
+				return 2;
+			break;
+		case 'g': o->origin_path = optarg; break;
+		case 'G':
+			if (parse_size_opt("origin-size", optarg, &o->origin_size))
+				return 2;
+			break;
+		case 'f': o->force = true; break;
+		case 'k': o->keep = true; break;
+		case 'P': o->no_prefill = true; break;
+		case 'N': o->no_floor = true; break;
+		case 'L': o->no_lock_floor = true; break;
+		case 's':
+			if (parse_uint_opt("seed", optarg, 0, UINT64_MAX, &v))
+				return 2;
+			o->seed = v;
+			break;
+		case 'K': o->check = true; break;
+		case 'j': o->json = true; break;
+		case 'q': o->quiet = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "wcbench run: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (read_pct_set && o->wl != WL_RANDRW) {
+		fprintf(stderr, "wcbench run: --read-pct only applies to --workload randrw\n");
+		return 2;
+	}
+	if (o->flush_every && o->fua) {
+		fprintf(stderr, "wcbench run: --flush-every and --fua exclude each other\n");
+		return 2;
+	}
+	if (o->working_set > o->origin_size) {
+		fprintf(stderr, "wcbench run: --working-set %llu is larger than the origin (%llu)\n",
+		        (unsigned long long)o->working_set, (unsigned long long)o->origin_size);
+		return 2;
+	}
+	if (o->scaling && o->threads != 1) {
+		fprintf(stderr, "wcbench run: --scaling runs 1 and 2 threads; drop --threads\n");
+		return 2;
+	}
+	if (o->check && (o->wl != WL_RANDWRITE || o->no_floor)) {
+		fprintf(stderr, "wcbench run: --check judges the randwrite goals against the floor\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- set-up */
+
+/* A regular file that does not exist yet is ours to create and remove;
+ * an existing one is only overwritten with --force; a device is used as is. */
+static int claim_path(struct run_ctx *x, const char *path, bool *ours, unsigned slot)
+{
+	struct stat st;
+
+	*ours = false;
+	if (stat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode))
+			return 0;
+		if (!x->o.force) {
+			fprintf(stderr, "wcbench run: %s exists; pass --force to overwrite it, or "
+			        "choose another path\n", path);
+			return -1;
+		}
+		if (unlink(path) != 0) {
+			fprintf(stderr, "wcbench run: remove %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+	} else if (errno != ENOENT) {
+		fprintf(stderr, "wcbench run: stat %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	*ours = true;
+	cleanup_paths[slot] = path;
+	return 0;
+}
+
+static int make_origin(struct run_ctx *x)
+{
+	int fd;
+
+	if (!x->origin_ours)
+		return 0;
+	fd = open(x->o.origin_path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)x->o.origin_size) != 0) {
+		fprintf(stderr, "wcbench run: create origin %s of %llu bytes: %s\n", x->o.origin_path,
+		        (unsigned long long)x->o.origin_size, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/*
+ * Fault every page of a mapping in, writable, without changing its bytes.
+ * A first write to a tmpfs page costs a fault of ~1 us or more -- more than
+ * the 4 KiB copy being measured -- and a cache spreads its writes over all
+ * its blocks, so without this the first pass over the cache measures the
+ * kernel.  MADV_POPULATE_WRITE (Linux 5.14) does exactly that; elsewhere an
+ * atomic add of 0 per page is a write fault that keeps the contents.
+ */
+static void prefault(void *addr, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(page - 1);
+
+	len += (uintptr_t)addr - a;
+#ifdef MADV_POPULATE_WRITE
+	if (madvise((void *)a, len, MADV_POPULATE_WRITE) == 0)
+		return;
+#endif
+	for (size_t off = 0; off < len; off += (size_t)page)
+		__atomic_fetch_add((char *)(a + off), 0, __ATOMIC_RELAXED);
+}
+
+static int open_cache(struct run_ctx *x)
+{
+	struct wc_config cfg;
+	int ret;
+
+	wc_config_init(&cfg);
+	if (x->o.options && (ret = wc_config_parse(&cfg, x->o.options)) != 0) {
+		fprintf(stderr, "wcbench run: --options: %s\n", wc_errmsg());
+		return -1;
+	}
+	if (x->cache_ours && !cfg.cache_size)
+		cfg.cache_size = x->o.cache_size;
+	ret = wc_create(&x->c, x->o.cache_path, x->o.origin_path, &cfg);
+	if (ret) {
+		fprintf(stderr, "wcbench run: wc_create: %s\n", wc_errmsg());
+		return -1;
+	}
+	x->bs_cache = wc_block_size(x->c);
+	if (!x->o.bs)
+		x->o.bs = x->bs_cache;
+	if (x->o.bs % x->bs_cache) {
+		fprintf(stderr, "wcbench run: --bs %llu is not a multiple of the cache block size %u\n",
+		        (unsigned long long)x->o.bs, x->bs_cache);
+		return -1;
+	}
+	x->slots = x->o.working_set / x->o.bs;
+	if (!x->slots) {
+		fprintf(stderr, "wcbench run: --working-set is smaller than one I/O (--bs)\n");
+		return -1;
+	}
+	x->autocommit_blocks = x->c->cfg.autocommit_blocks;
+	x->fp = &x->c->fp;
+	/* The benchmark looks inside the cache (cache_impl.h) only for the
+	 * mapping, to fault it in, and for the geometry and the resolved flush
+	 * policy, which the floor must share. */
+	prefault(x->c->base, x->c->map_len);
+	return 0;
+}
+
+/* The floor's destination: an anonymous tmpfs region the size of the
+ * cache's data area (the same memory type as the cache file), faulted in. */
+static int map_floor(struct run_ctx *x)
+{
+	char path[] = "/dev/shm/wcbench-floor-XXXXXX";
+	int fd;
+
+	x->floor_len = x->c->layout.n_blocks * (uint64_t)x->bs_cache;
+	if (x->floor_len < x->o.bs)
+		x->floor_len = x->o.bs;
+	fd = mkstemp(path);
+	if (fd < 0) {
+		fprintf(stderr, "wcbench run: floor region %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	unlink(path); /* the mapping keeps it alive; nothing to clean up */
+	if (posix_fallocate(fd, 0, (off_t)x->floor_len) != 0) {
+		fprintf(stderr, "wcbench run: floor region of %llu bytes in /dev/shm: no space\n",
+		        (unsigned long long)x->floor_len);
+		close(fd);
+		return -1;
+	}
+	x->floor = mmap(NULL, x->floor_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (x->floor == MAP_FAILED) {
+		x->floor = NULL;
+		fprintf(stderr, "wcbench run: map the floor region: %s\n", strerror(errno));
+		return -1;
+	}
+	prefault(x->floor, x->floor_len);
+	return 0;
+}
+
+/* Write the working set once and commit, so reads hit and writes find
+ * committed blocks (the steady state of a cache that holds its working set). */
+static int prefill(struct run_ctx *x)
+{
+	uint64_t chunk = 1u << 20, ws = x->slots * x->o.bs;
+	char *buf;
+	double t0 = wcb_now_ns();
+
+	chunk -= chunk % x->o.bs;
+	if (!chunk)
+		chunk = x->o.bs;
+	buf = aligned_alloc(4096, (chunk + 4095) & ~4095ull);
+	if (!buf) {
+		fprintf(stderr, "wcbench run: prefill buffer: out of memory\n");
+		return -1;
+	}
+	memset(buf, 0x5a, chunk);
+	for (uint64_t off = 0; off < ws; off += chunk) {
+		uint64_t n = ws - off < chunk ? ws - off : chunk;
+		ssize_t r = wc_write(x->c, buf, n, off, 0);
+
+		if (r < 0) {
+			fprintf(stderr, "wcbench run: prefill write at %llu: %s\n",
+			        (unsigned long long)off, wc_errmsg());
+			free(buf);
+			return -1;
+		}
+		if (!x->o.quiet && wcb_now_ns() - t0 > 2e9)
+			wcb_progress("wcbench run: prefill %llu%%",
+			             (unsigned long long)(off * 100 / ws));
+	}
+	free(buf);
+	if (wc_flush(x->c) != 0) {
+		fprintf(stderr, "wcbench run: prefill flush: %s\n", wc_errmsg());
+		return -1;
+	}
+	if (!x->o.quiet && wcb_now_ns() - t0 > 2e9)
+		wcb_progress_done();
+	return 0;
+}
+
+/* -------------------------------------------------------------- rounds */
+
+static void stats_delta_add(struct run_stats_delta *d, const struct wc_stats *a,
+                            const struct wc_stats *b)
+{
+#define D(f) d->f += a->f - b->f
+	D(reads); D(read_hits); D(writes); D(write_hits_uncommitted); D(write_hits_committed);
+	D(writes_around); D(writes_allocate); D(writes_blocked_on_freelist); D(flushes);
+	D(discards); D(commits); D(writeback_ios); D(writeback_bytes); D(writeback_errors);
+#undef D
+}
+
+static int cache_phase(struct run_ctx *x, struct run_config *cfg, unsigned round,
+                       struct run_phase_result *r)
+{
+	struct wc_stats before, after;
+	int ret;
+
+	if (wc_get_stats(x->c, &before) != 0)
+		return -1;
+	ret = run_phase(x, PHASE_CACHE, cfg->threads, round, NULL, r);
+	if (wc_get_stats(x->c, &after) != 0)
+		return -1;
+	stats_delta_add(&cfg->delta, &after, &before);
+	/* Commit the tail outside the timed window (and the deltas), so
+	 * every round starts from the same state. */
+	if (!ret && wc_flush(x->c) != 0) {
+		fprintf(stderr, "wcbench run: flush after round: %s\n", wc_errmsg());
+		ret = -1;
+	}
+	return ret;
+}
+
+static int measure(struct run_ctx *x)
+{
+	double t0 = wcb_now_ns();
+
+	for (unsigned r = 0; r < x->o.runs; r++) {
+		for (unsigned k = 0; k < x->nconfigs; k++) {
+			struct run_config *cfg = &x->configs[k];
+			struct run_phase_result cr, fr;
+
+			if (!x->o.quiet && (x->o.runs * x->nconfigs > 1))
+				wcb_progress("wcbench run: round %u of %u, %u thread%s, %.0f s", r + 1,
+				             x->o.runs, cfg->threads, cfg->threads > 1 ? "s" : "",
+				             (wcb_now_ns() - t0) / 1e9);
+			if (cache_phase(x, cfg, r, &cr) != 0)
+				return -1;
+			cfg->cache_iops[r] = cr.iops;
+			cfg->cache_cpu_op[r] = cr.cpu_ns / (double)cr.ops;
+			wcb_hist_merge(&cfg->cache_hist, &cr.hist);
+			cfg->cache_ops += cr.ops;
+			if (x->o.no_floor)
+				continue;
+			if (run_phase(x, PHASE_FLOOR, cfg->threads, r, cr.per_thread_ops, &fr) != 0)
+				return -1;
+			cfg->floor_iops[r] = fr.iops;
+			cfg->ratio[r] = cr.iops / fr.iops;
+			cfg->floor_cpu_op[r] = fr.cpu_ns / (double)fr.ops;
+			cfg->cpu_ratio[r] = cfg->floor_cpu_op[r] / cfg->cache_cpu_op[r];
+			wcb_hist_merge(&cfg->floor_hist, &fr.hist);
+			if (!run_has_lock_floor(x))
+				continue;
+			if (run_phase(x, PHASE_FLOOR_LOCK, cfg->threads, r, cr.per_thread_ops, &fr))
+				return -1;
+			cfg->lock_iops[r] = fr.iops;
+			cfg->lock_ratio[r] = cr.iops / fr.iops;
+			wcb_hist_merge(&cfg->lock_hist, &fr.hist);
+		}
+	}
+	if (!x->o.quiet)
+		wcb_progress_done();
+	return 0;
+}
+
+bool run_has_lock_floor(const struct run_ctx *x)
+{
+	return !x->o.no_floor && !x->o.no_lock_floor && x->o.wl != WL_RANDREAD;
+}
+
+static double median_of(const double *v, unsigned n)
+{
+	double tmp[RUN_MAX_ROUNDS];
+
+	memcpy(tmp, v, n * sizeof(*v));
+	return wcb_median(tmp, n);
+}
+
+static void summarize(struct run_ctx *x)
+{
+	for (unsigned k = 0; k < x->nconfigs; k++) {
+		struct run_config *cfg = &x->configs[k];
+
+		cfg->cache_iops_med = median_of(cfg->cache_iops, x->o.runs);
+		cfg->cache_cpu_op_med = median_of(cfg->cache_cpu_op, x->o.runs);
+		if (!x->o.no_floor) {
+			cfg->floor_iops_med = median_of(cfg->floor_iops, x->o.runs);
+			cfg->ratio_med = median_of(cfg->ratio, x->o.runs);
+			cfg->floor_cpu_op_med = median_of(cfg->floor_cpu_op, x->o.runs);
+			cfg->cpu_ratio_med = median_of(cfg->cpu_ratio, x->o.runs);
+		}
+		if (run_has_lock_floor(x)) {
+			cfg->lock_iops_med = median_of(cfg->lock_iops, x->o.runs);
+			cfg->lock_ratio_med = median_of(cfg->lock_ratio, x->o.runs);
+		}
+	}
+	if (x->nconfigs == 2) {
+		const struct run_config *one = &x->configs[0], *two = &x->configs[1];
+		double c[RUN_MAX_ROUNDS], f[RUN_MAX_ROUNDS], cc[RUN_MAX_ROUNDS], fc[RUN_MAX_ROUNDS];
+
+		for (unsigned r = 0; r < x->o.runs; r++) {
+			c[r] = two->cache_iops[r] / one->cache_iops[r];
+			cc[r] = 2 * one->cache_cpu_op[r] / two->cache_cpu_op[r];
+			f[r] = x->o.no_floor ? 0 : two->floor_iops[r] / one->floor_iops[r];
+			fc[r] = x->o.no_floor ? 0 : 2 * one->floor_cpu_op[r] / two->floor_cpu_op[r];
+		}
+		x->scaling_cache = wcb_median(c, x->o.runs);
+		x->scaling_cache_cpu = wcb_median(cc, x->o.runs);
+		x->scaling_floor = wcb_median(f, x->o.runs);
+		x->scaling_floor_cpu = wcb_median(fc, x->o.runs);
+	}
+}
+
+/* The issue-3 goals apply to 4 KiB random writes into a cache that holds
+ * the working set; anything else gets no verdict. */
+static void judge(struct run_ctx *x)
+{
+	bool fits = true;
+
+	for (unsigned k = 0; k < x->nconfigs; k++)
+		if (x->configs[k].delta.writeback_ios || x->configs[k].delta.writes_blocked_on_freelist)
+			fits = false;
+	x->goal_applies = x->o.wl == WL_RANDWRITE && x->o.bs == 4096 && !x->o.no_floor &&
+	                  !x->o.fua && !x->o.flush_every && fits;
+	x->goal_floor_met = x->configs[0].threads == 1 && x->configs[0].ratio_med >= 0.8;
+	x->goal_scaling_met = x->nconfigs == 2 && x->scaling_cache >= 1.7;
+}
+
+int wcbench_run(int argc, char **argv)
+{
+	struct run_ctx *x = calloc(1, sizeof(*x));
+	int status = 1, ret;
+
+	if (!x) {
+		fprintf(stderr, "wcbench run: out of memory\n");
+		return 1;
+	}
+	ret = parse_args(&x->o, argc, argv);
+	if (ret) {
+		free(x);
+		return ret;
+	}
+	if (!getenv("PMEM2_FORCE_GRANULARITY")) {
+		setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 1);
+		x->forced_gran = true;
+	}
+	x->nconfigs = x->o.scaling ? 2 : 1;
+	x->configs[0].threads = x->o.scaling ? 1 : x->o.threads;
+	x->configs[1].threads = 2;
+	for (unsigned k = 0; k < x->nconfigs; k++) {
+		wcb_hist_clear(&x->configs[k].cache_hist);
+		wcb_hist_clear(&x->configs[k].floor_hist);
+		wcb_hist_clear(&x->configs[k].lock_hist);
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (claim_path(x, x->o.origin_path, &x->origin_ours, 0) ||
+	    claim_path(x, x->o.cache_path, &x->cache_ours, 1) || make_origin(x) ||
+	    open_cache(x))
+		goto out;
+	if (!x->o.keep) {
+		/* Open and mapped: the names can go now, so even a crash of
+		 * wcbench leaves nothing behind in /dev/shm. */
+		if (x->cache_ours)
+			unlink(x->o.cache_path);
+		if (x->origin_ours)
+			unlink(x->o.origin_path);
+		cleanup_paths[0] = cleanup_paths[1] = NULL;
+	}
+	if ((!x->o.no_floor && map_floor(x)) || (!x->o.no_prefill && prefill(x)))
+		goto out;
+	run_tick_ns(); /* calibrate the per-operation clock before any timing */
+	if (measure(x))
+		goto out;
+	if (wc_get_stats(x->c, &x->final) != 0)
+		goto out;
+	summarize(x);
+	judge(x);
+	if (x->o.json)
+		run_report_json(x);
+	else
+		run_report_text(x);
+	status = x->o.check && !(x->goal_applies && x->goal_floor_met &&
+	                         (!x->o.scaling || x->goal_scaling_met)) ? 1 : 0;
+out:
+	if (x->c && wc_close(x->c) != 0) {
+		fprintf(stderr, "wcbench run: wc_close: %s\n", wc_errmsg());
+		status = 1;
+	}
+	if (x->floor)
+		munmap(x->floor, x->floor_len);
+	for (unsigned i = 0; i < 2 && !x->o.keep; i++)
+		if (cleanup_paths[i])
+			unlink(cleanup_paths[i]);
+	cleanup_paths[0] = cleanup_paths[1] = NULL;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	free(x);
+	return status;
+}

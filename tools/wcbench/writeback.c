@@ -1,0 +1,803 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * writeback.c -- `wcbench writeback`: how fast the cache moves data to its
+ * origin, against the origin's raw bandwidth measured in the same run, and
+ * what write-back costs foreground writes.
+ *
+ * Bandwidth, per pattern (sequential, random) and run:
+ *   raw     the raw libaio loop (rawaio.h) writes the working set to the
+ *           origin in the same pattern: block-size writes, as many in
+ *           flight as write-back may have (writeback_jobs), one fdatasync
+ *           at the end;
+ *   fill    a fresh cache, smaller than the working set, takes the same
+ *           block-size writes: once it is full, every write waits for
+ *           write-back, so this phase already runs at write-back speed;
+ *   drain   wc_writeback() empties what is left.
+ * Reported: drain bandwidth (bytes written back while draining / drain
+ * time), total (working set / (fill + drain)), and each / raw.  The order
+ * of raw and cache alternates between runs; medians over --runs.
+ *
+ * Latency: 4 KiB-block writes into free blocks of a cache 70% full of
+ * committed blocks, once with no write-back (high watermark 100) and once
+ * while another thread runs wc_writeback() over the 70%: p50/p99 of each and
+ * the p99 ratio (issue 4 wants <= 2x).
+ *
+ * The origin file is created and filled with zeros first, so neither side
+ * pays first-write costs (block allocation, unwritten extents).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "histogram.h"
+#include "rawaio.h"
+#include "wcache.h"
+#include "wcbench.h"
+
+#define WB_MAX_RUNS 51
+/* The body of every block the cache is given; rawaio writes 0x5a, so the
+ * check after write-back cannot pass on what the baseline left behind. */
+#define WB_FILL 0xa5
+#define WB_VERIFY_SAMPLES 4096
+#define WB_LAT_FILL_PCT 70    /* cache use before the latency phases */
+#define WB_LAT_WRITE_PCT 10   /* foreground writes, % of the cache's blocks */
+
+enum pattern { PAT_SEQ, PAT_RAND, NPATTERNS };
+static const char *const pattern_name[NPATTERNS] = { "seq", "rand" };
+
+struct opts {
+	const char *cache_path, *origin_path, *config;
+	uint64_t cache_size, working_set;
+	uint32_t block_size;
+	unsigned runs, raw_qd;
+	uint64_t raw_io;
+	bool patterns[NPATTERNS];
+	bool json, keep, quiet, no_latency;
+};
+
+struct sample {
+	double raw_mbps, drain_mbps, total_mbps, fill_s, drain_s;
+	double raw_cpu_s, drain_cpu_s; /* process CPU time (all threads) */
+	uint64_t drain_bytes, wb_bytes, wb_ios, blocked;
+};
+
+struct result {
+	struct sample s[WB_MAX_RUNS];
+	double raw, drain, total, drain_ratio, total_ratio; /* medians */
+	double raw_cpu, drain_cpu;                          /* medians, CPU us per MiB */
+	uint64_t wb_ios, wb_bytes;                           /* last run */
+};
+
+struct latency {
+	struct wcb_hist idle, busy;
+	double overlap;      /* share of busy-phase writes done while the drain ran */
+	double drain_mbps;   /* of the drain that ran under them */
+};
+
+struct bench {
+	struct opts o;
+	struct wc_config cfg;
+	uint64_t nblocks;         /* of the working set */
+	uint64_t *order;          /* random permutation of the working set */
+	uint8_t *buf;
+	bool made_cache, made_origin, forced_gran;
+	char origin_mode[96];
+	uint64_t cache_blocks;
+	struct result res[NPATTERNS];
+	struct latency lat;
+};
+
+static const char *cleanup_cache, *cleanup_origin; /* unlinked on SIGINT/SIGTERM */
+
+static void on_signal(int sig)
+{
+	if (cleanup_cache)
+		unlink(cleanup_cache);
+	if (cleanup_origin)
+		unlink(cleanup_origin);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: wcbench writeback [options]\n"
+	        "Write-back bandwidth: write a working set larger than the cache, drain it\n"
+	        "with wc_writeback(), and divide by the origin's raw libaio bandwidth for the\n"
+	        "same pattern, measured in the same run.  Then foreground write latency with\n"
+	        "write-back running vs an idle cache.\n\n"
+	        "  --cache PATH        cache file; overwritten (default /dev/shm/wcbench-wb.pmem,\n"
+	        "                      created and removed)\n"
+	        "  --origin PATH       origin file or block device; overwritten (default\n"
+	        "                      /dev/shm/wcbench-wb.origin, created and removed). On tmpfs\n"
+	        "                      the origin runs buffered + fdatasync; on ext4/xfs O_DIRECT\n"
+	        "  --cache-size BYTES  cache file size (default 256M)\n"
+	        "  --working-set BYTES bytes written per pattern (default 1G; > cache size)\n"
+	        "  --block-size BYTES  cache block size and write size (default 4096)\n"
+	        "  --pattern P         seq, rand or both (default both)\n"
+	        "  --runs N            runs, medians reported (default 3)\n"
+	        "  --options STR       extra wc_config options, e.g. writeback_jobs=512\n"
+	        "  --raw-qd N          raw loop: requests in flight (default writeback_jobs)\n"
+	        "  --raw-io BYTES      raw loop: request size (default the block size)\n"
+	        "  --no-latency        skip the latency phases\n"
+	        "  --keep              keep the files we created\n"
+	        "  --json              machine-readable output on stdout\n"
+	        "  --quiet             no progress on stderr\n"
+	        "  --help\n\n"
+	        "Without PMEM2_FORCE_GRANULARITY, wcbench sets it to CACHE_LINE so a /dev/shm\n"
+	        "cache runs the real flush code (on DRAM: not power-fail safe).\n");
+}
+
+static int parse_uint_opt(const char *name, const char *arg, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (end == arg || *end || v < lo || v > hi) {
+		fprintf(stderr, "wcbench writeback: --%s %s: expected %u..%u\n", name, arg, lo, hi);
+		return 2;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_args(struct bench *b, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cache", required_argument, NULL, 'c' },
+		{ "origin", required_argument, NULL, 'o' },
+		{ "cache-size", required_argument, NULL, 's' },
+		{ "working-set", required_argument, NULL, 'w' },
+		{ "block-size", required_argument, NULL, 'b' },
+		{ "pattern", required_argument, NULL, 'p' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "options", required_argument, NULL, 'O' },
+		{ "raw-qd", required_argument, NULL, 'Q' },
+		{ "raw-io", required_argument, NULL, 'I' },
+		{ "no-latency", no_argument, NULL, 'L' },
+		{ "keep", no_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts *o = &b->o;
+	uint64_t v;
+	int c;
+
+	o->cache_path = "/dev/shm/wcbench-wb.pmem";
+	o->origin_path = "/dev/shm/wcbench-wb.origin";
+	o->cache_size = 256u << 20;
+	o->working_set = 1u << 30;
+	o->block_size = 4096;
+	o->runs = 3;
+	o->patterns[PAT_SEQ] = o->patterns[PAT_RAND] = true;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': o->cache_path = optarg; break;
+		case 'o': o->origin_path = optarg; break;
+		case 's':
+		case 'w':
+		case 'b':
+		case 'I':
+			if (wcb_parse_size(optarg, &v) != 0 || v == 0) {
+				fprintf(stderr, "wcbench writeback: %s: not a size\n", optarg);
+				return 2;
+			}
+			if (c == 's')
+				o->cache_size = v;
+			else if (c == 'w')
+				o->working_set = v;
+			else if (c == 'I')
+				o->raw_io = v;
+			else if (v > 65536 || (v & (v - 1))) {
+				fprintf(stderr, "wcbench writeback: --block-size %s: a power of two <= 64K\n",
+				        optarg);
+				return 2;
+			} else {
+				o->block_size = (uint32_t)v;
+			}
+			break;
+		case 'p':
+			o->patterns[PAT_SEQ] = !strcmp(optarg, "seq") || !strcmp(optarg, "both");
+			o->patterns[PAT_RAND] = !strcmp(optarg, "rand") || !strcmp(optarg, "both");
+			if (!o->patterns[PAT_SEQ] && !o->patterns[PAT_RAND]) {
+				fprintf(stderr, "wcbench writeback: --pattern %s: seq, rand or both\n", optarg);
+				return 2;
+			}
+			break;
+		case 'r':
+			if (parse_uint_opt("runs", optarg, 1, WB_MAX_RUNS, &o->runs))
+				return 2;
+			break;
+		case 'Q':
+			if (parse_uint_opt("raw-qd", optarg, 1, 65536, &o->raw_qd))
+				return 2;
+			break;
+		case 'O': o->config = optarg; break;
+		case 'L': o->no_latency = true; break;
+		case 'k': o->keep = true; break;
+		case 'j': o->json = true; break;
+		case 'q': o->quiet = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "wcbench writeback: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (o->working_set % o->block_size || o->working_set <= o->cache_size) {
+		fprintf(stderr, "wcbench writeback: --working-set must be a multiple of the block size "
+		        "and larger than --cache-size\n");
+		return 2;
+	}
+	if (o->raw_io && o->working_set % o->raw_io) {
+		fprintf(stderr, "wcbench writeback: --working-set is not a multiple of --raw-io\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ set-up */
+
+static bool is_regular_or_absent(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) != 0 || S_ISREG(st.st_mode);
+}
+
+/* A regular-file origin at least working_set long, every byte written once
+ * (zeros): first writes into holes or unwritten extents cost the file system
+ * extra work that neither the baseline nor the cache should be charged. */
+static int prepare_origin(struct bench *b)
+{
+	const char *path = b->o.origin_path;
+	uint64_t have = 0;
+	struct stat st;
+	void *zeros;
+	int fd;
+
+	if (!is_regular_or_absent(path))
+		return 0; /* a block device: take it as it is */
+	b->made_origin = stat(path, &st) != 0;
+	if (!b->made_origin)
+		have = (uint64_t)st.st_size;
+	if (have >= b->o.working_set)
+		return 0;
+	if (b->made_origin)
+		cleanup_origin = path;
+	fd = open(path, O_RDWR | O_CREAT, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "wcbench writeback: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	zeros = calloc(1, 1u << 20);
+	if (!zeros) {
+		close(fd);
+		return -1;
+	}
+	if (!b->o.quiet)
+		wcb_progress("writing the origin %s once (zeros)", path);
+	for (uint64_t off = have; off < b->o.working_set;) {
+		size_t n = b->o.working_set - off < (1u << 20) ? (size_t)(b->o.working_set - off) : 1u << 20;
+		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
+
+		if (w <= 0) {
+			fprintf(stderr, "wcbench writeback: %s: write at %llu: %s\n", path,
+			        (unsigned long long)off, w < 0 ? strerror(errno) : "no progress");
+			free(zeros);
+			close(fd);
+			return -1;
+		}
+		off += (uint64_t)w;
+	}
+	free(zeros);
+	if (fdatasync(fd) < 0) {
+		fprintf(stderr, "wcbench writeback: %s: fdatasync: %s\n", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static uint64_t xorshift64(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static int make_order(struct bench *b)
+{
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+
+	b->order = malloc(b->nblocks * sizeof(*b->order));
+	if (!b->order)
+		return -1;
+	for (uint64_t i = 0; i < b->nblocks; i++)
+		b->order[i] = i;
+	for (uint64_t i = b->nblocks - 1; i > 0; i--) { /* Fisher-Yates */
+		uint64_t j = xorshift64(&seed) % (i + 1), t = b->order[i];
+
+		b->order[i] = b->order[j];
+		b->order[j] = t;
+	}
+	return 0;
+}
+
+static uint64_t block_at(const struct bench *b, enum pattern p, uint64_t i)
+{
+	return p == PAT_SEQ ? i : b->order[i];
+}
+
+/* A fresh cache in front of the origin, with `extra` options after ours. */
+static int open_cache(struct bench *b, wc_cache **out, const char *extra)
+{
+	struct wc_config cfg = b->cfg;
+	struct wc_stats st;
+	int ret;
+
+	if (extra && (ret = wc_config_parse(&cfg, extra)) != 0) {
+		fprintf(stderr, "wcbench writeback: options \"%s\": %s\n", extra, wc_errmsg());
+		return ret;
+	}
+	if (is_regular_or_absent(b->o.cache_path)) {
+		if (!b->made_cache && access(b->o.cache_path, F_OK) != 0)
+			b->made_cache = true;
+		if (b->made_cache)
+			cleanup_cache = b->o.cache_path;
+		unlink(b->o.cache_path); /* wc_create refuses a valid cache */
+	}
+	ret = wc_create(out, b->o.cache_path, b->o.origin_path, &cfg);
+	if (ret) {
+		fprintf(stderr, "wcbench writeback: wc_create: %s\n", wc_errmsg());
+		return ret;
+	}
+	wc_get_stats(*out, &st);
+	snprintf(b->origin_mode, sizeof(b->origin_mode), "%s", st.origin_mode ? st.origin_mode : "?");
+	b->cache_blocks = st.blocks;
+	return 0;
+}
+
+/* CPU seconds this process used so far: where the origin is memory
+ * (tmpfs), bandwidth is CPU-bound, and CPU per byte is the figure that a
+ * busy shared machine does not blur. */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static int write_block(struct bench *b, wc_cache *c, uint64_t block)
+{
+	uint64_t off = block * b->o.block_size;
+	ssize_t r;
+
+	memcpy(b->buf, &off, sizeof(off)); /* self-identifying, like rawaio's */
+	r = wc_write(c, b->buf, b->o.block_size, off, 0);
+	if (r != (ssize_t)b->o.block_size) {
+		fprintf(stderr, "wcbench writeback: wc_write at %llu: %s\n", (unsigned long long)off,
+		        wc_errmsg());
+		return -1;
+	}
+	return 0;
+}
+
+/* Sampled check that the origin holds what the cache was given. */
+static int verify_origin(struct bench *b)
+{
+	int fd = open(b->o.origin_path, O_RDONLY);
+	uint8_t *rd = malloc(b->o.block_size);
+	uint64_t seed = 12345;
+	int ret = 0;
+
+	if (fd < 0 || !rd) {
+		fprintf(stderr, "wcbench writeback: verify %s: %s\n", b->o.origin_path, strerror(errno));
+		free(rd);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	for (unsigned i = 0; i < WB_VERIFY_SAMPLES && !ret; i++) {
+		uint64_t off = xorshift64(&seed) % b->nblocks * b->o.block_size, got;
+
+		if (pread(fd, rd, b->o.block_size, (off_t)off) != (ssize_t)b->o.block_size) {
+			ret = -1;
+			break;
+		}
+		memcpy(&got, rd, sizeof(got));
+		if (got != off || rd[b->o.block_size - 1] != WB_FILL)
+			ret = -1;
+		if (ret)
+			fprintf(stderr, "wcbench writeback: origin block at %llu does not hold what the "
+			        "cache was given\n", (unsigned long long)off);
+	}
+	free(rd);
+	close(fd);
+	return ret;
+}
+
+/* -------------------------------------------------------- bandwidth */
+
+static int measure_raw(struct bench *b, enum pattern p, struct sample *s)
+{
+	size_t io = b->o.raw_io ? b->o.raw_io : b->o.block_size;
+	unsigned qd = b->o.raw_qd ? b->o.raw_qd : b->cfg.writeback_jobs;
+	double cpu0 = cpu_seconds();
+	int ret = wc_rawaio_write_bw(b->o.origin_path, b->o.working_set, io, qd, p == PAT_SEQ,
+	                             &s->raw_mbps);
+
+	s->raw_cpu_s = cpu_seconds() - cpu0;
+	if (ret)
+		fprintf(stderr, "wcbench writeback: raw libaio baseline: %s\n", wc_errmsg());
+	return ret;
+}
+
+static int measure_cache(struct bench *b, enum pattern p, struct sample *s)
+{
+	struct wc_stats st0, st1, st2;
+	wc_cache *c;
+	double t0, t1, t2, cpu1;
+	int ret = open_cache(b, &c, NULL);
+
+	if (ret)
+		return ret;
+	wc_get_stats(c, &st0);
+	t0 = wcb_now_ns();
+	for (uint64_t i = 0; i < b->nblocks && !ret; i++)
+		ret = write_block(b, c, block_at(b, p, i));
+	t1 = wcb_now_ns();
+	wc_get_stats(c, &st1);
+	cpu1 = cpu_seconds();
+	if (!ret && (ret = wc_writeback(c)) != 0)
+		fprintf(stderr, "wcbench writeback: wc_writeback: %s\n", wc_errmsg());
+	t2 = wcb_now_ns();
+	s->drain_cpu_s = cpu_seconds() - cpu1;
+	wc_get_stats(c, &st2);
+	if (wc_close(c) && !ret) {
+		fprintf(stderr, "wcbench writeback: wc_close: %s\n", wc_errmsg());
+		ret = -1;
+	}
+	if (ret)
+		return ret;
+	s->fill_s = (t1 - t0) / 1e9;
+	s->drain_s = (t2 - t1) / 1e9;
+	s->drain_bytes = st2.writeback_bytes - st1.writeback_bytes;
+	s->wb_bytes = st2.writeback_bytes - st0.writeback_bytes;
+	s->wb_ios = st2.writeback_ios - st0.writeback_ios;
+	s->blocked = st2.writes_blocked_on_freelist - st0.writes_blocked_on_freelist;
+	s->drain_mbps = s->drain_s > 0 ? (double)s->drain_bytes / s->drain_s / 1e6 : 0;
+	s->total_mbps = (double)b->o.working_set / (s->fill_s + s->drain_s) / 1e6;
+	if (s->wb_bytes != b->o.working_set) {
+		fprintf(stderr, "wcbench writeback: %llu bytes written back, expected %llu\n",
+		        (unsigned long long)s->wb_bytes, (unsigned long long)b->o.working_set);
+		return -1;
+	}
+	return verify_origin(b);
+}
+
+static double median_of(const struct result *r, unsigned runs, size_t field)
+{
+	double v[WB_MAX_RUNS];
+
+	for (unsigned i = 0; i < runs; i++)
+		v[i] = *(const double *)((const char *)&r->s[i] + field);
+	return wcb_median(v, runs);
+}
+
+static int run_bandwidth(struct bench *b)
+{
+	for (unsigned run = 0; run < b->o.runs; run++)
+		for (int p = 0; p < NPATTERNS; p++) {
+			struct sample *s = &b->res[p].s[run];
+			int ret;
+
+			if (!b->o.patterns[p])
+				continue;
+			if (!b->o.quiet)
+				wcb_progress("run %u/%u, %s: %s first", run + 1, b->o.runs, pattern_name[p],
+				             run % 2 ? "cache" : "raw");
+			/* Alternate who goes first: neither inherits a warmer
+			 * (or busier) device every time. */
+			if (run % 2 == 0)
+				ret = measure_raw(b, p, s) ?: measure_cache(b, p, s);
+			else
+				ret = measure_cache(b, p, s) ?: measure_raw(b, p, s);
+			if (ret)
+				return -1;
+		}
+	for (int p = 0; p < NPATTERNS; p++) {
+		struct result *r = &b->res[p];
+		double dr[WB_MAX_RUNS], tr[WB_MAX_RUNS];
+
+		if (!b->o.patterns[p])
+			continue;
+		r->raw = median_of(r, b->o.runs, offsetof(struct sample, raw_mbps));
+		r->drain = median_of(r, b->o.runs, offsetof(struct sample, drain_mbps));
+		r->total = median_of(r, b->o.runs, offsetof(struct sample, total_mbps));
+		{
+			double rc[WB_MAX_RUNS], dc[WB_MAX_RUNS];
+
+			for (unsigned i = 0; i < b->o.runs; i++) {
+				rc[i] = r->s[i].raw_cpu_s * 1e6 / ((double)b->o.working_set / (1 << 20));
+				dc[i] = r->s[i].drain_bytes ? r->s[i].drain_cpu_s * 1e6 /
+				        ((double)r->s[i].drain_bytes / (1 << 20)) : 0;
+			}
+			r->raw_cpu = wcb_median(rc, b->o.runs);
+			r->drain_cpu = wcb_median(dc, b->o.runs);
+		}
+		/* Ratios per run (same-run baseline), then their median. */
+		for (unsigned i = 0; i < b->o.runs; i++) {
+			dr[i] = r->s[i].drain_mbps / r->s[i].raw_mbps;
+			tr[i] = r->s[i].total_mbps / r->s[i].raw_mbps;
+		}
+		r->drain_ratio = wcb_median(dr, b->o.runs);
+		r->total_ratio = wcb_median(tr, b->o.runs);
+		r->wb_ios = r->s[b->o.runs - 1].wb_ios;
+		r->wb_bytes = r->s[b->o.runs - 1].wb_bytes;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------- latency */
+
+struct drain_thread {
+	wc_cache *c;
+	atomic_bool done;
+	int ret;
+	double seconds;
+	uint64_t bytes;
+};
+
+static void *drain_main(void *p)
+{
+	struct drain_thread *d = p;
+	struct wc_stats st0, st1;
+	double t0 = wcb_now_ns();
+
+	wc_get_stats(d->c, &st0);
+	d->ret = wc_writeback(d->c);
+	wc_get_stats(d->c, &st1);
+	d->seconds = (wcb_now_ns() - t0) / 1e9;
+	d->bytes = st1.writeback_bytes - st0.writeback_bytes;
+	atomic_store(&d->done, true);
+	return NULL;
+}
+
+/* Fill the cache to WB_LAT_FILL_PCT with committed blocks, then time
+ * WB_LAT_WRITE_PCT more writes to other blocks, with or without a drain
+ * running beside them. */
+static int latency_phase(struct bench *b, bool busy, struct wcb_hist *h)
+{
+	/* high_watermark 100: the background thread never starts write-back,
+	 * so in the idle phase nothing runs, and in the busy one only the
+	 * drain we start. */
+	wc_cache *c;
+	uint64_t prefill, writes, seed = 777, done_during = 0;
+	struct drain_thread d = { 0 };
+	pthread_t t;
+	int ret = open_cache(b, &c, "high_watermark=100,low_watermark=100");
+
+	if (ret)
+		return ret;
+	prefill = b->cache_blocks * WB_LAT_FILL_PCT / 100;
+	writes = b->cache_blocks * WB_LAT_WRITE_PCT / 100;
+	for (uint64_t i = 0; i < prefill && !ret; i++)
+		ret = write_block(b, c, i);
+	if (!ret)
+		ret = wc_flush(c);
+	if (!ret && busy) {
+		d.c = c;
+		ret = pthread_create(&t, NULL, drain_main, &d);
+	}
+	for (uint64_t i = 0; i < writes && !ret; i++) {
+		/* Random blocks outside the prefilled range: new allocations. */
+		uint64_t block = prefill + xorshift64(&seed) % (b->nblocks - prefill);
+		double t0 = wcb_now_ns();
+
+		ret = write_block(b, c, block);
+		wcb_hist_add(h, (uint64_t)(wcb_now_ns() - t0));
+		done_during += busy && !atomic_load(&d.done);
+	}
+	if (busy) {
+		pthread_join(t, NULL);
+		if (d.ret && !ret) {
+			fprintf(stderr, "wcbench writeback: wc_writeback: %s\n", wc_errmsg());
+			ret = d.ret;
+		}
+		b->lat.overlap = writes ? (double)done_during / (double)writes : 0;
+		b->lat.drain_mbps = d.seconds > 0 ? (double)d.bytes / d.seconds / 1e6 : 0;
+	}
+	if (wc_close(c) && !ret)
+		ret = -1;
+	return ret;
+}
+
+static int run_latency(struct bench *b)
+{
+	wcb_hist_clear(&b->lat.idle);
+	wcb_hist_clear(&b->lat.busy);
+	for (unsigned run = 0; run < b->o.runs; run++) {
+		if (!b->o.quiet)
+			wcb_progress("run %u/%u: foreground latency, idle and with write-back", run + 1,
+			             b->o.runs);
+		if (latency_phase(b, false, &b->lat.idle) || latency_phase(b, true, &b->lat.busy))
+			return -1;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------- report */
+
+static void print_text(const struct bench *b)
+{
+	char cs[32], ws[32], bs[32], io[32];
+	unsigned qd = b->o.raw_qd ? b->o.raw_qd : b->cfg.writeback_jobs;
+
+	printf("wcbench writeback: cache %s (%s, %llu blocks of %s)%s\n", b->o.cache_path,
+	       wcb_size_str(cs, sizeof(cs), b->o.cache_size), (unsigned long long)b->cache_blocks,
+	       wcb_size_str(bs, sizeof(bs), b->o.block_size),
+	       b->forced_gran ? ", PMEM2_FORCE_GRANULARITY=CACHE_LINE set by wcbench" : "");
+	printf("origin %s (%s), working set %s, %u run(s), medians\n", b->origin_mode,
+	       b->o.origin_path, wcb_size_str(ws, sizeof(ws), b->o.working_set), b->o.runs);
+	printf("write-back: writeback_jobs %u, max I/O %u KiB%s%s; raw: libaio, %s writes, QD %u, "
+	       "fdatasync at the end\n\n", b->cfg.writeback_jobs, b->cfg.writeback_max_io_kib,
+	       b->o.config ? ", options " : "", b->o.config ? b->o.config : "",
+	       wcb_size_str(io, sizeof(io), b->o.raw_io ? b->o.raw_io : b->o.block_size), qd);
+	printf("%-8s %10s %11s %11s %10s %10s %9s %9s %14s\n", "pattern", "raw MB/s", "drain MB/s",
+	       "total MB/s", "drain/raw", "total/raw", "wb I/Os", "avg I/O", "CPU us/MiB r/d");
+	for (int p = 0; p < NPATTERNS; p++) {
+		const struct result *r = &b->res[p];
+
+		if (!b->o.patterns[p])
+			continue;
+		printf("%-8s %10.0f %11.0f %11.0f %10.2f %10.2f %9llu %8.0fK %6.0f/%-6.0f\n", pattern_name[p],
+		       r->raw, r->drain, r->total, r->drain_ratio, r->total_ratio,
+		       (unsigned long long)r->wb_ios,
+		       r->wb_ios ? (double)r->wb_bytes / (double)r->wb_ios / 1024 : 0, r->raw_cpu,
+		       r->drain_cpu);
+	}
+	if (!b->o.no_latency) {
+		double ip99 = wcb_hist_quantile(&b->lat.idle, 0.99) / 1e3;
+		double bp99 = wcb_hist_quantile(&b->lat.busy, 0.99) / 1e3;
+
+		printf("\nforeground %u-byte writes into a cache %u%% full, %llu per phase and run:\n",
+		       b->o.block_size, WB_LAT_FILL_PCT, (unsigned long long)(b->lat.idle.count / b->o.runs));
+		printf("  idle cache:           p50 %7.2f us  p99 %7.2f us  max %8.1f us\n",
+		       wcb_hist_quantile(&b->lat.idle, 0.5) / 1e3, ip99, (double)b->lat.idle.max / 1e3);
+		printf("  write-back running:   p50 %7.2f us  p99 %7.2f us  max %8.1f us  "
+		       "(%.0f%% of the writes during the drain, %.0f MB/s)\n",
+		       wcb_hist_quantile(&b->lat.busy, 0.5) / 1e3, bp99, (double)b->lat.busy.max / 1e3,
+		       b->lat.overlap * 100, b->lat.drain_mbps);
+		printf("  p99 busy/idle:        %.2fx (issue 4: <= 2x)\n", ip99 > 0 ? bp99 / ip99 : 0);
+	}
+}
+
+static void print_json(const struct bench *b)
+{
+	printf("{\"cache\": ");
+	wcb_json_str(stdout, b->o.cache_path);
+	printf(", \"origin\": ");
+	wcb_json_str(stdout, b->o.origin_path);
+	printf(", \"origin_mode\": ");
+	wcb_json_str(stdout, b->origin_mode);
+	printf(", \"cache_size\": %llu, \"cache_blocks\": %llu, \"working_set\": %llu, "
+	       "\"block_size\": %u, \"runs\": %u, \"writeback_jobs\": %u, \"writeback_max_io_kib\": %u,"
+	       " \"raw_qd\": %u, \"raw_io\": %llu, \"options\": ",
+	       (unsigned long long)b->o.cache_size, (unsigned long long)b->cache_blocks,
+	       (unsigned long long)b->o.working_set, b->o.block_size, b->o.runs, b->cfg.writeback_jobs,
+	       b->cfg.writeback_max_io_kib, b->o.raw_qd ? b->o.raw_qd : b->cfg.writeback_jobs,
+	       (unsigned long long)(b->o.raw_io ? b->o.raw_io : b->o.block_size));
+	wcb_json_str(stdout, b->o.config ? b->o.config : "");
+	printf(",\n \"patterns\": [");
+	for (int p = 0, first = 1; p < NPATTERNS; p++) {
+		const struct result *r = &b->res[p];
+
+		if (!b->o.patterns[p])
+			continue;
+		printf("%s\n  {\"pattern\": \"%s\", \"raw_mbps\": %.1f, \"drain_mbps\": %.1f, "
+		       "\"total_mbps\": %.1f, \"drain_ratio\": %.3f, \"total_ratio\": %.3f, "
+		       "\"raw_cpu_us_per_mib\": %.1f, \"drain_cpu_us_per_mib\": %.1f, "
+		       "\"writeback_ios\": %llu, \"writeback_bytes\": %llu, \"runs\": [",
+		       first ? "" : ",", pattern_name[p], r->raw, r->drain, r->total, r->drain_ratio,
+		       r->total_ratio, r->raw_cpu, r->drain_cpu, (unsigned long long)r->wb_ios,
+		       (unsigned long long)r->wb_bytes);
+		for (unsigned i = 0; i < b->o.runs; i++)
+			printf("%s{\"raw_mbps\": %.1f, \"drain_mbps\": %.1f, \"total_mbps\": %.1f, "
+			       "\"fill_s\": %.4f, \"drain_s\": %.4f, \"drain_bytes\": %llu, "
+			       "\"writes_blocked_on_freelist\": %llu}", i ? ", " : "", r->s[i].raw_mbps,
+			       r->s[i].drain_mbps, r->s[i].total_mbps, r->s[i].fill_s, r->s[i].drain_s,
+			       (unsigned long long)r->s[i].drain_bytes, (unsigned long long)r->s[i].blocked);
+		printf("]}");
+		first = 0;
+	}
+	printf("]");
+	if (!b->o.no_latency)
+		printf(",\n \"latency_us\": {\"idle_p50\": %.3f, \"idle_p99\": %.3f, \"idle_max\": %.3f, "
+		       "\"busy_p50\": %.3f, \"busy_p99\": %.3f, \"busy_max\": %.3f, \"p99_ratio\": %.3f, "
+		       "\"overlap\": %.3f, \"drain_mbps\": %.1f, \"writes\": %llu}",
+		       wcb_hist_quantile(&b->lat.idle, 0.5) / 1e3, wcb_hist_quantile(&b->lat.idle, 0.99) / 1e3,
+		       (double)b->lat.idle.max / 1e3, wcb_hist_quantile(&b->lat.busy, 0.5) / 1e3,
+		       wcb_hist_quantile(&b->lat.busy, 0.99) / 1e3, (double)b->lat.busy.max / 1e3,
+		       wcb_hist_quantile(&b->lat.busy, 0.99) / wcb_hist_quantile(&b->lat.idle, 0.99),
+		       b->lat.overlap, b->lat.drain_mbps, (unsigned long long)b->lat.busy.count);
+	printf("}\n");
+}
+
+/* ------------------------------------------------------------- main */
+
+int wcbench_writeback(int argc, char **argv)
+{
+	struct bench *b = calloc(1, sizeof(*b));
+	int ret;
+
+	if (!b)
+		return 1;
+	ret = parse_args(b, argc, argv);
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	if (!getenv("PMEM2_FORCE_GRANULARITY")) {
+		setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 1);
+		b->forced_gran = true;
+	}
+	wc_config_init(&b->cfg);
+	b->cfg.block_size = b->o.block_size;
+	b->cfg.cache_size = b->o.cache_size;
+	if (b->o.config && wc_config_parse(&b->cfg, b->o.config)) {
+		fprintf(stderr, "wcbench writeback: --options: %s\n", wc_errmsg());
+		free(b);
+		return 2;
+	}
+	b->nblocks = b->o.working_set / b->o.block_size;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	b->buf = aligned_alloc(4096, b->o.block_size < 4096 ? 4096 : b->o.block_size);
+	ret = !b->buf || make_order(b) ? -1 : 0;
+	if (b->buf)
+		memset(b->buf, WB_FILL, b->o.block_size);
+	if (!ret)
+		ret = prepare_origin(b);
+	if (!ret)
+		ret = run_bandwidth(b);
+	if (!ret && !b->o.no_latency)
+		ret = run_latency(b);
+	if (!b->o.quiet)
+		wcb_progress_done();
+	if (!ret) {
+		if (b->o.json)
+			print_json(b);
+		else
+			print_text(b);
+	}
+	if (!b->o.keep) {
+		if (b->made_cache)
+			unlink(b->o.cache_path);
+		if (b->made_origin)
+			unlink(b->o.origin_path);
+	}
+	free(b->order);
+	free(b->buf);
+	free(b);
+	return ret ? 1 : 0;
+}
