@@ -63,6 +63,12 @@ static int64_t pop_any(struct wc_cache *c)
 
 void wc_wake_freelist_waiters(struct wc_cache *c)
 {
+	/* Pairs with wait_for_free: it counts itself in, then re-checks the
+	 * free count; we published the blocks, then look for waiters.  Its
+	 * timed wait bounds any wake-up lost to the race. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!__atomic_load_n(&c->free_waiters, __ATOMIC_RELAXED))
+		return;
 	pthread_mutex_lock(&c->free_wait_lock);
 	if (c->free_waiters)
 		pthread_cond_broadcast(&c->free_cond);
@@ -80,10 +86,11 @@ static void wait_for_free(struct wc_cache *c)
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&c->free_wait_lock);
-	c->free_waiters++;
+	__atomic_store_n(&c->free_waiters, c->free_waiters + 1, __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_seq_cst);
 	if (wc_free_count(c) == 0)
 		pthread_cond_timedwait(&c->free_cond, &c->free_wait_lock, &ts);
-	c->free_waiters--;
+	__atomic_store_n(&c->free_waiters, c->free_waiters - 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->free_wait_lock);
 }
 
@@ -154,13 +161,24 @@ void wc_free_batch(struct wc_cache *c, const uint32_t *idx, size_t n)
 {
 	if (!n)
 		return;
-	/* Spread frees so no list runs dry while another hoards. */
-	for (size_t i = 0; i < n; i++) {
-		struct wc_freelist *p = &c->free[idx[i] % WC_FREE_PARTS];
+	/* A block goes back to the list its index selects, so frees spread
+	 * evenly and no list runs dry while another hoards; one lock per list
+	 * per batch, not per block. */
+	for (unsigned p = 0; p < WC_FREE_PARTS; p++) {
+		struct wc_freelist *fl = &c->free[p];
+		bool locked = false;
 
-		pthread_mutex_lock(&p->lock);
-		push_locked(c, p, idx[i]);
-		pthread_mutex_unlock(&p->lock);
+		for (size_t i = 0; i < n; i++) {
+			if (idx[i] % WC_FREE_PARTS != p)
+				continue;
+			if (!locked) {
+				pthread_mutex_lock(&fl->lock);
+				locked = true;
+			}
+			push_locked(c, fl, idx[i]);
+		}
+		if (locked)
+			pthread_mutex_unlock(&fl->lock);
 	}
 	wc_wake_freelist_waiters(c);
 }

@@ -124,6 +124,11 @@ struct wc_cache {
 	atomic_uint_fast64_t epoch;          /* seq given to new writes */
 	atomic_uint_fast64_t committed_seq;  /* == durable sb->seq_count */
 	atomic_uint_fast64_t uncommitted[2]; /* blocks allocated per epoch parity */
+	/* Entries published in an epoch, flushed by its commit: a CLFLUSHOPT
+	 * on the write path makes the writer's next locked instruction wait
+	 * for the write-back (measured: ~90 ns per write on this EPYC). */
+	uint32_t *entry_log[2];
+	uint64_t entry_log_cap;
 	atomic_uint_fast64_t first_dirty_ms; /* time of the oldest uncommitted write; 0 none */
 	uint64_t commits, flushes;           /* under commit_lock */
 

@@ -80,7 +80,8 @@ void wc_entry_invalidate(struct wc_cache *c, uint32_t idx)
 	wc_flush_store8(&c->fp, &pe->seq, WC_NONE);
 }
 
-void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
+/* wc_version_drop without the invalidation, which the caller does later. */
+static void version_unlink(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
 	struct wc_entry *e = &c->e[idx];
 
@@ -93,6 +94,11 @@ void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 	if (e->flags & WC_E_INDEXED)
 		wc_index_remove(c, s, idx);
 	e->flags &= ~(WC_E_ON_LRU | WC_E_ON_SUPERSEDED | WC_E_SUP1 | WC_E_CURRENT);
+}
+
+void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
+{
+	version_unlink(c, s, idx);
 	wc_entry_invalidate(c, idx);
 }
 
@@ -191,16 +197,33 @@ static void free_superseded(struct wc_cache *c, unsigned par)
 				continue;
 			if (vec_push(&dead, idx))
 				break; /* out of memory: the rest waits for a later commit */
-			wc_version_drop(c, s, idx);
+			version_unlink(c, s, idx);
 		}
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (dead.n) {
+		/* Invalidate outside the shard locks: each unlock (a locked
+		 * instruction) would wait for the CLFLUSHOPT before it.  The
+		 * blocks are unreachable already and not yet free. */
+		for (size_t i = 0; i < dead.n; i++)
+			wc_entry_invalidate(c, dead.v[i]);
 		/* Invariant (5): the invalidations are durable before reuse. */
 		wc_flush_drain(&c->fp);
 		wc_free_batch(c, dead.v, dead.n);
 	}
 	free(dead.v);
+}
+
+/* Start write-back of the entries epoch e published (see entry_log). */
+static void flush_entry_log(struct wc_cache *c, uint64_t e)
+{
+	uint64_t n = atomic_load(&c->uncommitted[e & 1]);
+
+	if (n > c->entry_log_cap)
+		n = c->entry_log_cap;
+	for (uint64_t i = 0; i < n; i++)
+		wc_flush_range(&c->fp, wc_pmem_entry(c->base, &c->layout, c->entry_log[e & 1][i]),
+		               sizeof(struct wc_pmem_entry));
 }
 
 static void wait_epoch_quiet(struct wc_cache *c, uint64_t e)
@@ -246,13 +269,14 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	}
 	atomic_store(&c->epoch, e + 1);
 	wait_epoch_quiet(c, e);
+	flush_entry_log(c, e);
 	wc_flush_drain(&c->fp);                      /* data + entries of e */
 	wc_flush_store8(&c->fp, &sb->seq_count, e + 1);
 	wc_flush_drain(&c->fp);                      /* the commit point */
-	atomic_store(&c->committed_seq, e + 1);
-	atomic_store(&c->uncommitted[e & 1], 0);
+	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);
+	atomic_store_explicit(&c->uncommitted[e & 1], 0, memory_order_relaxed);
 	if (atomic_load(&c->uncommitted[(e + 1) & 1]) == 0)
-		atomic_store(&c->first_dirty_ms, 0);
+		atomic_store_explicit(&c->first_dirty_ms, 0, memory_order_relaxed);
 	c->commits++;
 	free_superseded(c, e & 1);
 out:

@@ -42,16 +42,16 @@ static void *block_data(struct wc_cache *c, uint32_t idx)
 	return wc_pmem_data(c->base, &c->layout, idx);
 }
 
-/* Store the entry with cached stores and start its write-back: the entry
- * shares lines with its neighbours, which are also stored this way, so a
- * line never mixes non-temporal and cached stores. */
+/* Store the entry with cached stores (its neighbours in the line are stored
+ * the same way, so a line never mixes non-temporal and cached stores).  Its
+ * write-back is started by the commit of `seq` (entry_log), or here when the
+ * log is full; until that commit the entry is uncommitted anyway. */
 static void store_entry(struct wc_cache *c, uint32_t idx, uint64_t origin, uint64_t seq)
 {
 	struct wc_pmem_entry *pe = wc_pmem_entry(c->base, &c->layout, idx);
 
 	pe->origin_block = origin;
 	__atomic_store_n(&pe->seq, seq, __ATOMIC_RELEASE);
-	wc_flush_range(&c->fp, pe, sizeof(*pe));
 }
 
 /* Supersede the current version `old` by a write of epoch `epoch` (shard
@@ -182,6 +182,11 @@ static int write_block(struct wc_cache *c, const void *src, uint64_t block)
 	}
 	pthread_mutex_unlock(&s->lock);
 	n = atomic_fetch_add(&c->uncommitted[epoch & 1], 1);
+	if (n < c->entry_log_cap)
+		c->entry_log[epoch & 1][n] = idx;
+	else
+		wc_flush_range(&c->fp, wc_pmem_entry(c->base, &c->layout, idx),
+		               sizeof(struct wc_pmem_entry));
 	if (n == 0)
 		atomic_store(&c->first_dirty_ms, (uint64_t)wc_now_ms(c) + 1);
 	wc_epoch_exit(c, s, epoch);
