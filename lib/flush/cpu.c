@@ -27,20 +27,21 @@
 static const struct wc_cpu_quirk quirks[] = {
 	/*
 	 * AMD Zen 4 EPYC 9004 ("Genoa"): family 0x19, model 0x11.
-	 * Measured on stepping 1 (2-vCPU KVM guest, DDR5, 32 MiB L3), 2026-11,
+	 * Measured on stepping 1 (2-vCPU KVM guest, 32 MiB L3), 2026-11-30,
 	 * `wcbench flush --runs 15 --slices 7` on /dev/shm with CACHE_LINE
 	 * granularity forced, destination streaming over 256 MiB; GB/s of
-	 * nt-avx512 / cached+clflushopt / cached+clwb, fence after every copy:
-	 *     64 B  QUIRK_64
-	 *     768 B QUIRK_768
-	 *     4 KiB QUIRK_4K
-	 *     1 MiB QUIRK_1M
-	 *     64 MiB QUIRK_64M
-	 * and one fence per 64 copies: QUIRK_BATCHED.
-	 * `wcbench calibrate` finds no crossover (cached is 1.2-2.1x slower
-	 * at every size from 256 B to 64 KiB).  Cached stores pay a
-	 * read-for-ownership of every cold line that NT stores skip, and
-	 * CLFLUSHOPT/CLWB then evict what was just fetched.  AMD platforms
+	 * nt-avx512 / cached+clflushopt / cached+clwb:
+	 *              fence per copy          one fence per 64 copies
+	 *     64 B     0.66 /  0.32 /  0.40    12.3 /  9.9 / 11.0
+	 *     768 B    6.35 /  3.19 /  3.82    23.0 / 15.4 / 16.0
+	 *     4 KiB   16.9  / 10.6  / 11.6     26.9 / 17.4 / 17.9
+	 *     1 MiB   27.4  / 13.0  / 13.1     27.4 / 13.0 / 13.2
+	 *     64 MiB  14.5  /  8.9  /  8.9     14.5 /  9.0 /  8.5
+	 * NT is 1.2-2.1x cached+clflushopt at every size; `wcbench calibrate`
+	 * finds no crossover from 256 B to 64 KiB (cached 1.4-2.3x slower).
+	 * Cached stores pay a read-for-ownership of every cold line that NT
+	 * stores skip, and the write-back then waits for that line to travel
+	 * back out; NT stores send each line once.  AMD platforms
 	 * never took Optane DIMMs: persistent memory here is NVDIMM-N or CXL
 	 * memory, DRAM behind the memory controller as in this measurement.
 	 * Other Zen 4 models (0x10, 0x18, 0x61, 0xa0...) are probably alike
@@ -48,7 +49,7 @@ static const struct wc_cpu_quirk quirks[] = {
 	 */
 	{ "AuthenticAMD", 0x19, 0x11, 0x11, WC_QUIRK_NT_GOOD,
 	  "cpu quirk nt-good (AMD family 0x19 model 0x11, Zen 4 EPYC: "
-	  "NT QUIRK_RATIO cached+clflushopt at every size)" },
+	  "NT 1.2-2.1x cached+clflushopt at every size)" },
 };
 
 const struct wc_cpu_quirk *wc_cpu_quirk_find(const struct wc_cpu *cpu)

@@ -203,8 +203,10 @@ void wc_pmem_env_reset(void);
 /*
  * Resolve a CACHE_LINE policy for `cfg` (already merged with the
  * environment) on `cpu` -- a pure function of its inputs, so the tests can
- * pretend any CPU.  `why_prefix` (may be NULL) is prepended to the reason,
- * e.g. "env WC_PMEM_THRESHOLD".  0, or -EINVAL/-ENOTSUP with a message.
+ * pretend any CPU.  `env_set` holds the WC_ENV_* bits of the fields that
+ * came from the environment: the reason then names the variable (e.g.
+ * "env WC_PMEM_THRESHOLD 4096"), and WC_ENV_FLUSH makes CLFLUSHOPT an
+ * explicit choice.  0, or -EINVAL/-ENOTSUP with a message.
  */
 int wc_flush_policy_resolve(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
                             const struct wc_cpu *cpu, unsigned env_set);

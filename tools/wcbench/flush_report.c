@@ -215,6 +215,7 @@ int flushbench_plot(const struct bench *b)
 	FILE *f;
 	int fd, ret;
 
+	fflush(stdout); /* keep the table ahead of what follows on stderr */
 	if (!gp) {
 		fprintf(stderr, "wcbench flush: gnuplot is not installed (apt-get install "
 		        "gnuplot-nox): no plot written\n");
@@ -248,11 +249,11 @@ int flushbench_plot(const struct bench *b)
 		unlink(data);
 		return -1;
 	}
-	fprintf(f, "set terminal pngcairo size 1600,640 font ',10'\nset output '%s'\n", b->plot);
+	fprintf(f, "set terminal pngcairo size 1600,720 font ',10'\nset output '%s'\n", b->plot);
 	fprintf(f, "set multiplot layout 1,2 title 'wcbench flush: %s (%s granularity)' "
 	        "noenhanced\n", b->path, gran_name(b->gran));
 	fprintf(f, "set logscale x 2\nset format x '%%.0b%%B'\nset xlabel 'copy size'\n"
-	        "set ylabel 'GB/s'\nset yrange [0:*]\nset grid\nset key top left noenhanced\n");
+	        "set ylabel 'GB/s'\nset yrange [0:*]\nset grid\nset key below horizontal noenhanced\n");
 	for (unsigned m = 0; m < NMODES; m++) {
 		fprintf(f, "set title '%s'\n", m == MODE_FENCED ? "fence after every copy" :
 		        "one fence per batch");
