@@ -8,7 +8,8 @@
  *
  *   crash-sweep --images 10000 --seed 1
  *   crash-sweep --workload discard --images 500 --dump /tmp/violations
- *   crash-sweep --replay tests/crash-regressions/NAME
+ *   crash-sweep --replay tests/crash-regressions/NAME   (an image, or a
+ *                                                       rerun.txt sweep)
  *   crash-sweep --sabotage 3 --images 500   (must report violations)
  */
 #include <errno.h>
@@ -31,7 +32,7 @@ static void usage(FILE *f)
 	        "                   [--random-per-point R] [--written-per-mille P]\n"
 	        "                   [--recovery-every K] [--probe-every K] [--sabotage N]\n"
 	        "                   [--trace] [-v]\n"
-	        "       crash-sweep --replay DIR\n"
+	        "       crash-sweep --replay DIR   (DIR/rerun.txt names its own options)\n"
 	        "       crash-sweep --list\n"
 	        "defaults: --images 10000 --seed 1 --random-per-point 2 --written-per-mille 50\n"
 	        "          --recovery-every 4 --probe-every 16; all workloads in turn\n"
@@ -168,21 +169,24 @@ int main(int argc, char **argv)
 	o.scratch_dir = wc_test_dir();
 
 	if (replay) {
-		char why[512];
+		char why[1024];
 		int ret = crash_replay(replay, o.scratch_dir, why, sizeof(why));
 
 		if (ret < 0) {
 			fprintf(stderr, "crash-sweep: --replay %s: %s (%s)\n", replay, strerror(-ret), why);
 			return 2;
 		}
-		printf("images=1 violations=%d\n", ret);
+		printf("%s: %s\n", replay, why);
 		return ret ? 1 : 0;
 	}
 
 	t0 = now_s();
 	first_seed = o.seed;
+	/* rerun_sweep() in crash_run.c repeats this loop for the rerun.txt
+	 * regressions: keep the two alike, or old rerun lines change meaning. */
 	while (r.images < images && r.errors == 0) {
 		const char *const *names = crash_workloads();
+		uint64_t seed_start = r.images;
 
 		for (; *names && r.images < images && r.errors == 0; names++) {
 			uint64_t before = r.images, bad = r.violations;
@@ -203,6 +207,11 @@ int main(int argc, char **argv)
 				        r.violations - bad);
 		}
 		o.seed++;
+		if (r.images == seed_start && r.errors == 0) {
+			/* The next seeds would not capture any either: stop, and fail. */
+			fprintf(stderr, "crash-sweep: seed %" PRIu64 " captured no image\n", o.seed - 1);
+			r.errors++;
+		}
 	}
 	printf("images=%" PRIu64 " violations=%" PRIu64 "\n", r.images, r.violations);
 	printf("recovery_images=%" PRIu64 " refused_torn_formats=%" PRIu64 " probes=%" PRIu64

@@ -2,8 +2,9 @@
 /*
  * crash_run.c -- the crash sweep's engine (see crash_run.h): capture crash
  * images during a workload, recover and check each, dump violations, and
- * replay dumped ones.  The calls a workload makes are in crash_driver.c,
- * the workloads in crash_workloads.c.
+ * replay regressions (a dumped image, or the sweep that found a bug).  The
+ * calls a workload makes are in crash_driver.c, the workloads in
+ * crash_workloads.c.
  *
  * Why images are checked after the call and not inside the crash point:
  * the point runs inside the cache (its locks may be held), and recovering
@@ -584,10 +585,12 @@ static int read_maybe_gz(const char *dir, const char *name, uint8_t **out, size_
 	return 0;
 }
 
-int crash_replay(const char *dir, const char *scratch_dir, char *why, size_t why_len)
+/* A dumped image: recover it once more and check it against its model. */
+static int replay_image(const char *dir, const char *scratch_dir, FILE *log, char *why,
+                        size_t why_len)
 {
 	static const struct crash_workload replay_wl = { .name = "replay" };
-	struct crash_opts o = { .scratch_dir = scratch_dir };
+	struct crash_opts o = { .scratch_dir = scratch_dir, .log = log };
 	struct crash_result r = { 0 };
 	struct crash_drv d = { .o = &o, .r = &r, .wl = &replay_wl };
 	struct crash_capture cap = { .formatting = false };
@@ -632,8 +635,7 @@ int crash_replay(const char *dir, const char *scratch_dir, char *why, size_t why
 			abort();
 		why[0] = '\0';
 		ret = verify(&d, &cap, 1) ? 1 : 0;
-		if (ret)
-			snprintf(why, why_len, "%s still violates the contract (see the log)", dir);
+		snprintf(why, why_len, "replay of the image: images=1 violations=%d", ret);
 		if (r.errors)
 			ret = -EIO;
 	}
@@ -641,6 +643,229 @@ int crash_replay(const char *dir, const char *scratch_dir, char *why, size_t why
 	free(cap.cache_img);
 	free(cap.origin_img);
 	wc_model_free(d.model);
+	return ret;
+}
+
+/*
+ * A protocol bug cannot be kept as an image: the fixed cache never writes
+ * the image the buggy one did, and the data the image lost stays lost.  So
+ * such a regression is kept as the sweep that found it (rerun.txt), one
+ * line of crash-sweep's options without the dashes, every option named so
+ * that a change of crash-sweep's defaults cannot change what it runs:
+ *
+ *   workload random seed 17 images 2100 random-per-point 2
+ *       written-per-mille 50 recovery-every 4 probe-every 16
+ *
+ * "workload all" runs every workload in turn, as crash-sweep does without
+ * --workload; "sabotage N" (optional) is crash-sweep's --sabotage.  '#'
+ * starts a comment line.
+ */
+struct rerun_spec {
+	char workload[64];
+	uint64_t seed, images;
+	struct crash_opts o;
+};
+
+static int rerun_parse(const char *line, struct rerun_spec *spec, char *why, size_t why_len)
+{
+	static const struct {
+		const char *key;
+		uint64_t min, max;
+	} keys[] = {
+		{ "seed", 0, UINT64_MAX },         { "images", 1, UINT64_MAX },
+		{ "random-per-point", 1, 8 },      { "written-per-mille", 0, 1000 },
+		{ "recovery-every", 0, UINT32_MAX }, { "probe-every", 0, UINT32_MAX },
+		{ "sabotage", 1, UINT32_MAX },     /* optional: tests show a rerun can fail */
+	};
+	enum { NKEYS = sizeof(keys) / sizeof(keys[0]), NREQUIRED = NKEYS - 1 };
+	uint64_t val[NKEYS] = { 0 };
+	bool seen[NKEYS] = { false }, named = false;
+	char key[32], word[64], *end;
+	int pos = 0, n;
+
+	while (sscanf(line + pos, "%31s %63s%n", key, word, &n) == 2) {
+		size_t k = 0;
+
+		pos += n;
+		if (strcmp(key, "workload") == 0) {
+			if (strcmp(word, "all") != 0 && !crash_workload_find(word)) {
+				snprintf(why, why_len, "rerun.txt: unknown workload '%s'", word);
+				return -EINVAL;
+			}
+			snprintf(spec->workload, sizeof(spec->workload), "%s", word);
+			named = true;
+			continue;
+		}
+		while (k < NKEYS && strcmp(keys[k].key, key) != 0)
+			k++;
+		if (k == NKEYS) {
+			snprintf(why, why_len, "rerun.txt: unknown option '%s'", key);
+			return -EINVAL;
+		}
+		errno = 0;
+		val[k] = strtoull(word, &end, 0);
+		if (errno || *end || word[0] == '-' || val[k] < keys[k].min || val[k] > keys[k].max) {
+			snprintf(why, why_len, "rerun.txt: %s: '%s' is not a number in [%" PRIu64 ", %" PRIu64
+			         "]", key, word, keys[k].min, keys[k].max);
+			return -EINVAL;
+		}
+		seen[k] = true;
+	}
+	if (sscanf(line + pos, "%31s", key) == 1) {
+		snprintf(why, why_len, "rerun.txt: option '%s' has no value", key);
+		return -EINVAL;
+	}
+	for (size_t k = 0; k < NREQUIRED; k++)
+		if (!seen[k] || !named) {
+			snprintf(why, why_len, "rerun.txt: the line must name every option (missing %s)",
+			         named ? keys[k].key : "workload");
+			return -EINVAL;
+		}
+	spec->seed = val[0];
+	spec->images = val[1];
+	spec->o.random_per_point = (unsigned)val[2];
+	spec->o.written_per_mille = (unsigned)val[3];
+	spec->o.recovery_every = (unsigned)val[4];
+	spec->o.probe_every = (unsigned)val[5];
+	spec->o.sabotage_drain_every = (unsigned)val[6];
+	return 0;
+}
+
+/* The one line of rerun.txt that is not blank or a comment. */
+static int rerun_read(const char *path, struct rerun_spec *spec, char *why, size_t why_len)
+{
+	char line[512];
+	unsigned lines = 0;
+	int ret = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		ret = -errno;
+		snprintf(why, why_len, "cannot read %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	while (ret == 0 && fgets(line, sizeof(line), f)) {
+		char first[2];
+
+		if (sscanf(line, " %1s", first) != 1 || first[0] == '#')
+			continue;
+		if (++lines > 1) {
+			snprintf(why, why_len, "%s: more than one sweep line", path);
+			ret = -EINVAL;
+		} else {
+			ret = rerun_parse(line, spec, why, why_len);
+		}
+	}
+	fclose(f);
+	if (ret == 0 && lines == 0) {
+		snprintf(why, why_len, "%s: no sweep line", path);
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+/*
+ * The loop of crash-sweep (keep the two alike): seeds S, S+1, ... each run
+ * the workload, or every workload in turn, until `images` images were
+ * checked; the last run stops capturing at that count.  So the rerun and
+ * "crash-sweep --images N --seed S ..." capture the same images.
+ */
+static void rerun_sweep(const struct rerun_spec *spec, struct crash_opts *o, struct crash_result *r)
+{
+	bool all = strcmp(spec->workload, "all") == 0;
+
+	o->seed = spec->seed;
+	o->max_images = spec->images;
+	while (r->images < spec->images && r->errors == 0) {
+		uint64_t before = r->images;
+
+		for (const char *const *n = crash_workloads();
+		     *n && r->images < spec->images && r->errors == 0; n++) {
+			int ret;
+
+			if (!all && strcmp(*n, spec->workload) != 0)
+				continue;
+			ret = crash_run(*n, o, r);
+			if (ret < 0 && r->errors == 0) {
+				crash_say(o, "workload %s seed %" PRIu64 ": %s\n", *n, o->seed, strerror(-ret));
+				r->errors++;
+			}
+		}
+		o->seed++;
+		if (r->images == before && r->errors == 0) {
+			/* The next seeds would not capture any either: stop, and fail. */
+			crash_say(o, "seed %" PRIu64 " captured no image\n", o->seed - 1);
+			r->errors++;
+		}
+	}
+}
+
+static int rerun(const char *path, const char *scratch_dir, FILE *log, char *why, size_t why_len)
+{
+	struct rerun_spec spec = { .workload = "" };
+	struct crash_result r = { 0 };
+	int ret = rerun_read(path, &spec, why, why_len);
+
+	if (ret)
+		return ret;
+	spec.o.scratch_dir = scratch_dir;
+	spec.o.log = log;
+	rerun_sweep(&spec, &spec.o, &r);
+	snprintf(why, why_len, "rerun of workload %s seed %" PRIu64 " images %" PRIu64 ": images=%"
+	         PRIu64 " violations=%" PRIu64 " (recovery %" PRIu64 ", probes %" PRIu64 ", seeds %"
+	         PRIu64 "..%" PRIu64 ")", spec.workload, spec.seed, spec.images, r.images,
+	         r.violations, r.recovery_images, r.probes, spec.seed, spec.o.seed - 1);
+	if (r.errors)
+		return -EIO;
+	/* A rerun that checks nothing would pass forever. */
+	if (r.images < spec.images)
+		return -ENODATA;
+	return r.violations ? 1 : 0;
+}
+
+/* At most this many lines of a replay's log reach stderr. */
+#define REPLAY_LOG_LINES 20
+
+/* Echo the log (its head) and append its first violation to why. */
+static void replay_report(const char *log, char *why, size_t why_len)
+{
+	const char *v = strstr(log, "VIOLATION"), *p = log;
+	size_t used = strlen(why);
+	unsigned lines = 0;
+
+	for (; *p && lines < REPLAY_LOG_LINES; lines++) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+
+		fwrite(p, 1, len, stderr);
+		p += len;
+	}
+	if (*p)
+		fprintf(stderr, "(%zu more bytes of log)\n", strlen(p));
+	if (!v)
+		v = log[0] ? log : NULL;
+	if (v && used + 3 < why_len)
+		snprintf(why + used, why_len - used, "; %.*s", (int)strcspn(v, "\n"), v);
+}
+
+int crash_replay(const char *dir, const char *scratch_dir, char *why, size_t why_len)
+{
+	char path[PATH_MAX + 32], *log = NULL;
+	size_t log_len = 0;
+	FILE *f = open_memstream(&log, &log_len);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/rerun.txt", dir);
+	if (access(path, F_OK) == 0)
+		ret = rerun(path, scratch_dir, f, why, why_len);
+	else
+		ret = replay_image(dir, scratch_dir, f, why, why_len);
+	fclose(f);
+	if (ret != 0)
+		replay_report(log, why, why_len);
+	free(log);
 	return ret;
 }
 
