@@ -51,9 +51,10 @@ const char *crash_workload_about(const char *name);
  * the run itself could not be done (then r->errors > 0 says why in log). */
 int crash_run(const char *workload, const struct crash_opts *o, struct crash_result *r);
 
-/* Check a dumped image again (a regression test).  1 when it still
- * violates the contract (description in why), 0 when it passes, negative
- * errno when the folder cannot be read. */
+/* A regression test: rerun the sweep that DIR/rerun.txt describes (a
+ * protocol bug), or check the dumped image in DIR again (a recovery bug).
+ * 1 on violations (the first one in why), 0 on a pass, negative errno when
+ * the folder cannot be read or run. */
 int crash_replay(const char *dir, const char *scratch_dir, char *why, size_t why_len);
 
 #endif
