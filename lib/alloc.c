@@ -66,8 +66,7 @@ void wc_wake_freelist_waiters(struct wc_cache *c)
 	/* Pairs with wait_for_free: it counts itself in, then re-checks the
 	 * free count; we published the blocks, then look for waiters.  Its
 	 * timed wait bounds any wake-up lost to the race. */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (!__atomic_load_n(&c->free_waiters, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&c->free_waiters, __ATOMIC_SEQ_CST))
 		return;
 	pthread_mutex_lock(&c->free_wait_lock);
 	if (c->free_waiters)
@@ -86,11 +85,10 @@ static void wait_for_free(struct wc_cache *c)
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&c->free_wait_lock);
-	__atomic_store_n(&c->free_waiters, c->free_waiters + 1, __ATOMIC_RELAXED);
-	atomic_thread_fence(memory_order_seq_cst);
+	__atomic_fetch_add(&c->free_waiters, 1, __ATOMIC_SEQ_CST);
 	if (wc_free_count(c) == 0)
 		pthread_cond_timedwait(&c->free_cond, &c->free_wait_lock, &ts);
-	__atomic_store_n(&c->free_waiters, c->free_waiters - 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&c->free_waiters, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->free_wait_lock);
 }
 
@@ -125,11 +123,17 @@ int64_t wc_alloc_block(struct wc_cache *c)
 		}
 		if (c->cfg.no_threads) {
 			/* The host's thread is ours now: nobody else will free. */
+			/* A failed round leaves its blocks dirty and backs off:
+			 * retry until it succeeds or turns into the sticky error. */
 			err = wc_writeback_round(c, false);
+			if (err == -EIO && !wc_has_error(c))
+				continue;
 			if (err < 0)
 				return err;
 			if (err == 0 && wc_free_count(c) == 0) {
 				err = wc_writeback_round(c, true);
+				if (err == -EIO && !wc_has_error(c))
+					continue;
 				if (err < 0)
 					return err;
 				if (err == 0 && wc_free_count(c) == 0)

@@ -140,7 +140,9 @@ struct wc_cache {
 	bool bg_running, bg_stop, bg_kick;
 	atomic_bool cleaner;
 	atomic_uint_fast64_t wb_inflight;    /* blocks in flight */
-	uint64_t wb_ios, wb_bytes, wb_errors; /* under wb_lock */
+	/* Written under wb_lock, read by wc_get_stats without it (a round
+	 * may hold the lock for 16 MiB of I/O). */
+	atomic_uint_fast64_t wb_ios, wb_bytes, wb_errors;
 	unsigned wb_failures;                 /* consecutive failed rounds */
 	void *wb_state;                       /* writeback.c's buffers */
 

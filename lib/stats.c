@@ -39,11 +39,9 @@ int wc_get_stats(wc_cache *c, struct wc_stats *st)
 	st->flushes = c->flushes;
 	st->commits = c->commits;
 	pthread_mutex_unlock(&c->commit_lock);
-	pthread_mutex_lock(&c->wb_lock);
-	st->writeback_ios = c->wb_ios;
-	st->writeback_bytes = c->wb_bytes;
-	st->writeback_errors = c->wb_errors;
-	pthread_mutex_unlock(&c->wb_lock);
+	st->writeback_ios = atomic_load_explicit(&c->wb_ios, memory_order_relaxed);
+	st->writeback_bytes = atomic_load_explicit(&c->wb_bytes, memory_order_relaxed);
+	st->writeback_errors = atomic_load_explicit(&c->wb_errors, memory_order_relaxed);
 	st->dram_bytes = c->dram_bytes;
 	st->granularity = wc_map_granularity_name(c);
 	st->origin_mode = wc_origin_describe(&c->origin);
@@ -65,7 +63,7 @@ void wc_clear_stats(wc_cache *c)
 	pthread_mutex_lock(&c->commit_lock);
 	c->flushes = c->commits = 0;
 	pthread_mutex_unlock(&c->commit_lock);
-	pthread_mutex_lock(&c->wb_lock);
-	c->wb_ios = c->wb_bytes = c->wb_errors = 0;
-	pthread_mutex_unlock(&c->wb_lock);
+	atomic_store(&c->wb_ios, 0);
+	atomic_store(&c->wb_bytes, 0);
+	atomic_store(&c->wb_errors, 0);
 }

@@ -344,6 +344,8 @@ int run_phase(struct run_ctx *x, enum phase_kind kind, unsigned threads, unsigne
 		return -1;
 	}
 	memset(ph.w, 0, sizeof(*ph.w) * threads);
+	for (unsigned i = 0; i < threads; i++)
+		pthread_mutex_init(&ph.w[i].lock, NULL);
 	for (unsigned i = 0; i < threads; i++) {
 		struct worker *w = &ph.w[i];
 
@@ -352,7 +354,6 @@ int run_phase(struct run_ctx *x, enum phase_kind kind, unsigned threads, unsigne
 		w->limit = repeat ? repeat[i] :
 		           x->o.ops ? x->o.ops / threads + (i < x->o.ops % threads) : UINT64_MAX;
 		wcb_hist_clear(&w->hist);
-		pthread_mutex_init(&w->lock, NULL);
 		w->buf = aligned_alloc(4096, (x->o.bs + 4095) & ~4095ull);
 		if (!w->buf) {
 			fprintf(stderr, "wcbench run: I/O buffer: out of memory\n");

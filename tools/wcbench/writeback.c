@@ -24,6 +24,11 @@
  *
  * The origin file is created and filled with zeros first, so neither side
  * pays first-write costs (block allocation, unwritten extents).
+ *
+ * --flush-delay-us N wraps the origin so that every flush (fdatasync) takes N
+ * us longer: a disk whose volatile write cache costs that much to flush (an
+ * HDD: ~5-20 ms), which this machine's virtio disk (~0.1 ms) and tmpfs do not
+ * show.  The raw loop pays it once, for its one fdatasync.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,7 +64,7 @@ struct opts {
 	const char *cache_path, *origin_path, *config;
 	uint64_t cache_size, working_set;
 	uint32_t block_size;
-	unsigned runs, raw_qd;
+	unsigned runs, raw_qd, flush_delay_us;
 	uint64_t raw_io;
 	bool patterns[NPATTERNS];
 	bool json, keep, quiet, no_latency;
@@ -130,6 +135,8 @@ static void usage(FILE *f)
 	        "  --options STR       extra wc_config options, e.g. writeback_jobs=512\n"
 	        "  --raw-qd N          raw loop: requests in flight (default writeback_jobs)\n"
 	        "  --raw-io BYTES      raw loop: request size (default the block size)\n"
+	        "  --flush-delay-us N  every origin flush takes N us longer (a disk with a\n"
+	        "                      volatile write cache); default 0\n"
 	        "  --no-latency        skip the latency phases\n"
 	        "  --keep              keep the files we created\n"
 	        "  --json              machine-readable output on stdout\n"
@@ -165,6 +172,7 @@ static int parse_args(struct bench *b, int argc, char **argv)
 		{ "options", required_argument, NULL, 'O' },
 		{ "raw-qd", required_argument, NULL, 'Q' },
 		{ "raw-io", required_argument, NULL, 'I' },
+		{ "flush-delay-us", required_argument, NULL, 'F' },
 		{ "no-latency", no_argument, NULL, 'L' },
 		{ "keep", no_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
@@ -224,6 +232,10 @@ static int parse_args(struct bench *b, int argc, char **argv)
 			break;
 		case 'Q':
 			if (parse_uint_opt("raw-qd", optarg, 1, 65536, &o->raw_qd))
+				return 2;
+			break;
+		case 'F':
+			if (parse_uint_opt("flush-delay-us", optarg, 0, 1000000, &o->flush_delay_us))
 				return 2;
 			break;
 		case 'O': o->config = optarg; break;
@@ -346,6 +358,89 @@ static uint64_t block_at(const struct bench *b, enum pattern p, uint64_t i)
 	return p == PAT_SEQ ? i : b->order[i];
 }
 
+/* ---- an origin whose flush is slower (--flush-delay-us) ---- */
+
+struct slow_flush {
+	struct wc_origin inner;
+	unsigned delay_us;
+};
+
+static int sf_size(void *ctx, uint64_t *bytes)
+{
+	struct slow_flush *f = ctx;
+
+	return f->inner.ops->size(f->inner.ctx, bytes);
+}
+
+static int sf_submit(void *ctx, struct wc_origin_io *io)
+{
+	struct slow_flush *f = ctx;
+
+	return f->inner.ops->submit(f->inner.ctx, io);
+}
+
+static int sf_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
+{
+	struct slow_flush *f = ctx;
+
+	return f->inner.ops->poll(f->inner.ctx, min_events, timeout_ns);
+}
+
+static int sf_flush(void *ctx)
+{
+	struct slow_flush *f = ctx;
+
+	usleep(f->delay_us);
+	return f->inner.ops->flush(f->inner.ctx);
+}
+
+static void sf_close(void *ctx)
+{
+	struct slow_flush *f = ctx;
+
+	f->inner.ops->close(f->inner.ctx);
+	free(f);
+}
+
+static uint32_t sf_alignment(void *ctx)
+{
+	struct slow_flush *f = ctx;
+
+	return f->inner.ops->alignment ? f->inner.ops->alignment(f->inner.ctx) : 1;
+}
+
+static const char *sf_describe(void *ctx)
+{
+	struct slow_flush *f = ctx;
+
+	return f->inner.ops->describe ? f->inner.ops->describe(f->inner.ctx) : "custom";
+}
+
+static const struct wc_origin_ops slow_flush_ops = {
+	.size = sf_size, .submit = sf_submit, .poll = sf_poll, .flush = sf_flush,
+	.close = sf_close, .alignment = sf_alignment, .describe = sf_describe,
+};
+
+static int create_slow_flush(wc_cache **out, const char *cache_path, const char *origin_path,
+                             unsigned delay_us, const struct wc_config *cfg)
+{
+	struct slow_flush *f = calloc(1, sizeof(*f));
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	f->delay_us = delay_us;
+	ret = wc_origin_open_aio(&f->inner, origin_path, 0);
+	if (ret) {
+		free(f);
+		return ret;
+	}
+	ret = wc_create_origin(out, cache_path, (struct wc_origin){ &slow_flush_ops, f }, cfg);
+	if (ret)
+		sf_close(f); /* on failure the origin is still ours */
+	return ret;
+}
+
 /* A fresh cache in front of the origin, with `extra` options after ours. */
 static int open_cache(struct bench *b, wc_cache **out, const char *extra)
 {
@@ -364,7 +459,10 @@ static int open_cache(struct bench *b, wc_cache **out, const char *extra)
 			cleanup_cache = b->o.cache_path;
 		unlink(b->o.cache_path); /* wc_create refuses a valid cache */
 	}
-	ret = wc_create(out, b->o.cache_path, b->o.origin_path, &cfg);
+	if (b->o.flush_delay_us)
+		ret = create_slow_flush(out, b->o.cache_path, b->o.origin_path, b->o.flush_delay_us, &cfg);
+	else
+		ret = wc_create(out, b->o.cache_path, b->o.origin_path, &cfg);
 	if (ret) {
 		fprintf(stderr, "wcbench writeback: wc_create: %s\n", wc_errmsg());
 		return ret;
@@ -447,6 +545,9 @@ static int measure_raw(struct bench *b, enum pattern p, struct sample *s)
 	                             &s->raw_mbps);
 
 	s->raw_cpu_s = cpu_seconds() - cpu0;
+	if (!ret && b->o.flush_delay_us) /* its one fdatasync, as slow as the cache's */
+		s->raw_mbps = (double)b->o.working_set /
+		              ((double)b->o.working_set / (s->raw_mbps * 1e6) + b->o.flush_delay_us / 1e6) / 1e6;
 	if (ret)
 		fprintf(stderr, "wcbench writeback: raw libaio baseline: %s\n", wc_errmsg());
 	return ret;
@@ -465,8 +566,10 @@ static int measure_cache(struct bench *b, enum pattern p, struct sample *s)
 	t0 = wcb_now_ns();
 	for (uint64_t i = 0; i < b->nblocks && !ret; i++)
 		ret = write_block(b, c, block_at(b, p, i));
-	t1 = wcb_now_ns();
+	/* Stats first: wc_get_stats waits for a write-back round in progress,
+	 * whose bytes must then count where its time does. */
 	wc_get_stats(c, &st1);
+	t1 = wcb_now_ns();
 	cpu1 = cpu_seconds();
 	if (!ret && (ret = wc_writeback(c)) != 0)
 		fprintf(stderr, "wcbench writeback: wc_writeback: %s\n", wc_errmsg());
@@ -572,9 +675,10 @@ static void *drain_main(void *p)
 {
 	struct drain_thread *d = p;
 	struct wc_stats st0, st1;
-	double t0 = wcb_now_ns();
+	double t0;
 
 	wc_get_stats(d->c, &st0);
+	t0 = wcb_now_ns();
 	d->ret = wc_writeback(d->c);
 	wc_get_stats(d->c, &st1);
 	d->seconds = (wcb_now_ns() - t0) / 1e9;
@@ -659,6 +763,8 @@ static void print_text(const struct bench *b)
 	       b->forced_gran ? ", PMEM2_FORCE_GRANULARITY=CACHE_LINE set by wcbench" : "");
 	printf("origin %s (%s), working set %s, %u run(s), medians\n", b->origin_mode,
 	       b->o.origin_path, wcb_size_str(ws, sizeof(ws), b->o.working_set), b->o.runs);
+	if (b->o.flush_delay_us)
+		printf("every origin flush made %u us slower (--flush-delay-us)\n", b->o.flush_delay_us);
 	printf("write-back: writeback_jobs %u, max I/O %u KiB%s%s; raw: libaio, %s writes, QD %u, "
 	       "fdatasync at the end\n\n", b->cfg.writeback_jobs, b->cfg.writeback_max_io_kib,
 	       b->o.config ? ", options " : "", b->o.config ? b->o.config : "",
@@ -702,11 +808,11 @@ static void print_json(const struct bench *b)
 	wcb_json_str(stdout, b->origin_mode);
 	printf(", \"cache_size\": %llu, \"cache_blocks\": %llu, \"working_set\": %llu, "
 	       "\"block_size\": %u, \"runs\": %u, \"writeback_jobs\": %u, \"writeback_max_io_kib\": %u,"
-	       " \"raw_qd\": %u, \"raw_io\": %llu, \"options\": ",
+	       " \"raw_qd\": %u, \"raw_io\": %llu, \"flush_delay_us\": %u, \"options\": ",
 	       (unsigned long long)b->o.cache_size, (unsigned long long)b->cache_blocks,
 	       (unsigned long long)b->o.working_set, b->o.block_size, b->o.runs, b->cfg.writeback_jobs,
 	       b->cfg.writeback_max_io_kib, b->o.raw_qd ? b->o.raw_qd : b->cfg.writeback_jobs,
-	       (unsigned long long)(b->o.raw_io ? b->o.raw_io : b->o.block_size));
+	       (unsigned long long)(b->o.raw_io ? b->o.raw_io : b->o.block_size), b->o.flush_delay_us);
 	wcb_json_str(stdout, b->o.config ? b->o.config : "");
 	printf(",\n \"patterns\": [");
 	for (int p = 0, first = 1; p < NPATTERNS; p++) {
