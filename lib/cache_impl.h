@@ -182,8 +182,9 @@ void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t orig
 void wc_list_push_tail(struct wc_cache *c, struct wc_list *l, uint32_t idx);
 void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx);
 
-/* Wait (shard lock held) until nobody copies from or into idx. */
-void wc_wait_unpinned(struct wc_cache *c, struct wc_shard *s, uint32_t idx);
+/* Sleep (shard lock held) until a pin of this shard is released; then look
+ * the entry up again. */
+void wc_wait_unpin(struct wc_shard *s);
 void wc_unpin(struct wc_cache *c, struct wc_shard *s, uint32_t idx, bool writer);
 /* Wait (shard lock held) until no version of `origin` is pinned; afterwards
  * the chain can be walked and changed without releasing the lock. */

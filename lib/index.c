@@ -136,13 +136,14 @@ void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx)
 	__atomic_store_n(&l->count, l->count - 1, __ATOMIC_RELAXED);
 }
 
-void wc_wait_unpinned(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
+void wc_wait_unpin(struct wc_shard *s)
 {
-	while (c->e[idx].pins || (c->e[idx].flags & WC_E_WPIN)) {
-		s->pin_waiters++;
-		pthread_cond_wait(&s->unpinned, &s->lock);
-		s->pin_waiters--;
-	}
+	/* One wait only: once the pin is gone the entry may be freed and
+	 * reused (unlocked, by a commit) before we run again, so the caller
+	 * must look it up anew rather than re-read it here. */
+	s->pin_waiters++;
+	pthread_cond_wait(&s->unpinned, &s->lock);
+	s->pin_waiters--;
 }
 
 void wc_unpin(struct wc_cache *c, struct wc_shard *s, uint32_t idx, bool writer)
@@ -167,6 +168,6 @@ void wc_wait_versions_unpinned(struct wc_cache *c, struct wc_shard *s, uint64_t 
 			i = c->e[i].hash_next;
 		if (i == WC_NIL)
 			return;
-		wc_wait_unpinned(c, s, i); /* the chain may change: rescan */
+		wc_wait_unpin(s); /* the chain may change: rescan */
 	}
 }

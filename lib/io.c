@@ -135,7 +135,7 @@ static int write_block(struct wc_cache *c, const void *src, uint64_t block)
 			act = WRITE_IN_PLACE;
 			break;
 		}
-		wc_wait_unpinned(c, s, idx); /* then look again: it may be gone */
+		wc_wait_unpin(s); /* then look again: it may be gone */
 	}
 	s->st.writes++;
 	if (act == WRITE_IN_PLACE) {

@@ -37,15 +37,6 @@
 #include "wcbench.h"
 
 
-static const char *cleanup_path; /* unlinked on SIGINT/SIGTERM */
-
-static void on_signal(int sig)
-{
-	if (cleanup_path)
-		unlink(cleanup_path);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
 
 static void usage(FILE *f)
 {
@@ -255,9 +246,7 @@ static int map_destination(struct bench *b)
 			return -1;
 		}
 		b->created = true;
-		cleanup_path = b->path;
-		signal(SIGINT, on_signal);
-		signal(SIGTERM, on_signal);
+		wcb_scratch_add(b->path);
 	} else {
 		b->fd = open(b->path, O_RDWR);
 		if (b->fd < 0) {
@@ -310,7 +299,7 @@ static void unmap_destination(struct bench *b)
 		close(b->fd);
 	if (b->created) {
 		unlink(b->path);
-		cleanup_path = NULL;
+		wcb_scratch_forget(b->path);
 	}
 }
 

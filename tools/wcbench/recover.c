@@ -43,16 +43,6 @@ struct recover_bench {
 	struct wc_stats st;
 };
 
-static const char *cleanup_paths[2];
-
-static void on_signal(int sig)
-{
-	for (unsigned i = 0; i < 2; i++)
-		if (cleanup_paths[i])
-			unlink(cleanup_paths[i]);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
 
 static void usage(FILE *f)
 {
@@ -186,7 +176,7 @@ static int make_file(struct recover_bench *b, const char *path, uint64_t size, b
 		return -1;
 	}
 	*ours = true;
-	cleanup_paths[slot] = path;
+	wcb_scratch_add(path);
 	if (ftruncate(fd, (off_t)size) != 0) {
 		fprintf(stderr, "wcbench recover: size %s to %llu: %s\n", path,
 		        (unsigned long long)size, strerror(errno));
@@ -416,8 +406,6 @@ int wcbench_recover(int argc, char **argv)
 		return 2;
 	}
 	b.cache_size = l.bytes_used;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	/* wc_create makes the cache file (cache_size); we only claim the path. */
 	if (make_file(&b, b.origin_path, b.origin_size, &b.origin_ours, 0) ||
 	    make_file(&b, b.cache_path, 0, &b.cache_ours, 1))
@@ -427,11 +415,6 @@ int wcbench_recover(int argc, char **argv)
 	report(&b);
 	status = b.check && b.open_med >= 1e9 ? 1 : 0;
 out:
-	for (unsigned i = 0; i < 2 && !b.keep; i++)
-		if (cleanup_paths[i])
-			unlink(cleanup_paths[i]);
-	cleanup_paths[0] = cleanup_paths[1] = NULL;
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	wcb_scratch_release(b.keep);
 	return status;
 }

@@ -4,6 +4,7 @@
  * JSON strings, progress lines and finding gnuplot.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,4 +134,45 @@ void wcb_progress_done(void)
 		fputs("\r\033[K", stderr);
 	progress_open = 0;
 	fflush(stderr);
+}
+
+#define WCB_SCRATCH_MAX 4
+static const char *volatile scratch[WCB_SCRATCH_MAX];
+
+static void scratch_on_signal(int sig)
+{
+	for (unsigned i = 0; i < WCB_SCRATCH_MAX; i++)
+		if (scratch[i])
+			unlink(scratch[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void wcb_scratch_add(const char *path)
+{
+	for (unsigned i = 0; i < WCB_SCRATCH_MAX; i++)
+		if (!scratch[i]) {
+			scratch[i] = path;
+			break;
+		}
+	signal(SIGINT, scratch_on_signal);
+	signal(SIGTERM, scratch_on_signal);
+}
+
+void wcb_scratch_forget(const char *path)
+{
+	for (unsigned i = 0; i < WCB_SCRATCH_MAX; i++)
+		if (scratch[i] == path)
+			scratch[i] = NULL;
+}
+
+void wcb_scratch_release(int keep)
+{
+	for (unsigned i = 0; i < WCB_SCRATCH_MAX; i++) {
+		if (scratch[i] && !keep)
+			unlink(scratch[i]);
+		scratch[i] = NULL;
+	}
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 }

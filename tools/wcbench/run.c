@@ -54,16 +54,6 @@ const char *run_workload_name(enum workload wl)
 	return wl < WL_COUNT ? workload_names[wl] : "?";
 }
 
-static const char *cleanup_paths[2]; /* unlinked on SIGINT/SIGTERM */
-
-static void on_signal(int sig)
-{
-	for (unsigned i = 0; i < 2; i++)
-		if (cleanup_paths[i])
-			unlink(cleanup_paths[i]);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
 
 static void usage(FILE *f)
 {
@@ -326,7 +316,7 @@ static int claim_path(struct run_ctx *x, const char *path, bool *ours, unsigned 
 		return -1;
 	}
 	*ours = true;
-	cleanup_paths[slot] = path;
+	wcb_scratch_add(path);
 	return 0;
 }
 
@@ -647,8 +637,6 @@ int wcbench_run(int argc, char **argv)
 		wcb_hist_clear(&x->configs[k].floor_hist);
 		wcb_hist_clear(&x->configs[k].lock_hist);
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	if (claim_path(x, x->o.origin_path, &x->origin_ours, 0) ||
 	    claim_path(x, x->o.cache_path, &x->cache_ours, 1) || make_origin(x) ||
 	    open_cache(x))
@@ -660,7 +648,8 @@ int wcbench_run(int argc, char **argv)
 			unlink(x->o.cache_path);
 		if (x->origin_ours)
 			unlink(x->o.origin_path);
-		cleanup_paths[0] = cleanup_paths[1] = NULL;
+		wcb_scratch_forget(x->o.cache_path);
+		wcb_scratch_forget(x->o.origin_path);
 	}
 	if ((!x->o.no_floor && map_floor(x)) || (!x->o.no_prefill && prefill(x)))
 		goto out;
@@ -684,12 +673,7 @@ out:
 	}
 	if (x->floor)
 		munmap(x->floor, x->floor_len);
-	for (unsigned i = 0; i < 2 && !x->o.keep; i++)
-		if (cleanup_paths[i])
-			unlink(cleanup_paths[i]);
-	cleanup_paths[0] = cleanup_paths[1] = NULL;
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	wcb_scratch_release(x->o.keep);
 	free(x);
 	return status;
 }

@@ -37,4 +37,12 @@ const char *wcb_gnuplot(void);
 void wcb_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void wcb_progress_done(void);
 
+/* Scratch files a subcommand made: unlinked if SIGINT/SIGTERM ends wcbench
+ * (the handler is installed by the first add).  Forget a file once it is
+ * removed or handed over; release unlinks what is left (unless `keep`) and
+ * restores the default handlers. */
+void wcb_scratch_add(const char *path);
+void wcb_scratch_forget(const char *path);
+void wcb_scratch_release(int keep);
+
 #endif

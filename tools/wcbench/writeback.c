@@ -102,17 +102,6 @@ struct bench {
 	struct latency lat;
 };
 
-static const char *cleanup_cache, *cleanup_origin; /* unlinked on SIGINT/SIGTERM */
-
-static void on_signal(int sig)
-{
-	if (cleanup_cache)
-		unlink(cleanup_cache);
-	if (cleanup_origin)
-		unlink(cleanup_origin);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
 
 static void usage(FILE *f)
 {
@@ -291,7 +280,7 @@ static int prepare_origin(struct bench *b)
 	if (have >= b->o.working_set)
 		return 0;
 	if (b->made_origin)
-		cleanup_origin = path;
+		wcb_scratch_add(path);
 	fd = open(path, O_RDWR | O_CREAT, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "wcbench writeback: %s: %s\n", path, strerror(errno));
@@ -456,7 +445,7 @@ static int open_cache(struct bench *b, wc_cache **out, const char *extra)
 		if (!b->made_cache && access(b->o.cache_path, F_OK) != 0)
 			b->made_cache = true;
 		if (b->made_cache)
-			cleanup_cache = b->o.cache_path;
+			wcb_scratch_add(b->o.cache_path);
 		unlink(b->o.cache_path); /* wc_create refuses a valid cache */
 	}
 	if (b->o.flush_delay_us)
@@ -876,8 +865,6 @@ int wcbench_writeback(int argc, char **argv)
 		return 2;
 	}
 	b->nblocks = b->o.working_set / b->o.block_size;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	b->buf = aligned_alloc(4096, b->o.block_size < 4096 ? 4096 : b->o.block_size);
 	ret = !b->buf || make_order(b) ? -1 : 0;
 	if (b->buf)
@@ -902,6 +889,7 @@ int wcbench_writeback(int argc, char **argv)
 		if (b->made_origin)
 			unlink(b->o.origin_path);
 	}
+	wcb_scratch_release(1); /* removed above, or kept on purpose */
 	free(b->order);
 	free(b->buf);
 	free(b);
