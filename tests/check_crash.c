@@ -776,12 +776,5 @@ static Suite *crash_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(crash_suite());
-	int failed;
-
-	wc_test_dir();
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return wc_test_main(crash_suite());
 }

@@ -326,12 +326,5 @@ static Suite *fault_origin_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(fault_origin_suite());
-	int failed;
-
-	wc_test_dir(); /* before the runner forks: one folder for every test */
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return wc_test_main(fault_origin_suite());
 }

@@ -713,12 +713,5 @@ static Suite *origin_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(origin_suite());
-	int failed;
-
-	wc_test_dir(); /* before the runner forks: one folder for every test */
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return wc_test_main(origin_suite());
 }

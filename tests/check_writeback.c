@@ -692,12 +692,5 @@ static Suite *writeback_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(writeback_suite());
-	int failed;
-
-	wc_test_dir();
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return wc_test_main(writeback_suite());
 }

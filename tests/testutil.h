@@ -55,4 +55,20 @@ static inline char *wc_test_path(char *buf, size_t len, const char *name)
 	return buf;
 }
 
+#ifdef CHECK_H
+/* The main() of a Check program: one scratch folder for all its tests
+ * (made before the runner forks), run them, exit non-zero on any failure. */
+static inline int wc_test_main(Suite *suite)
+{
+	SRunner *sr = srunner_create(suite);
+	int failed;
+
+	wc_test_dir();
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+#endif
+
 #endif
