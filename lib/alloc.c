@@ -121,6 +121,10 @@ int64_t wc_alloc_block(struct wc_cache *c)
 				return err;
 			continue;
 		}
+		if (atomic_load(&c->pending_count)) {
+			wc_release_freed(c);
+			continue;
+		}
 		if (c->cfg.no_threads) {
 			/* The host's thread is ours now: nobody else will free. */
 			/* A failed round leaves its blocks dirty and backs off:

@@ -85,6 +85,7 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 	if (c->e)
 		wc_index_fini(c);
 	free(c->e);
+	free(c->pending);
 	free(c->entry_log[0]);
 	free(c->entry_log[1]);
 	wc_map_close(c);
@@ -289,6 +290,9 @@ int wc_close(wc_cache *c)
 	 * waited for inside the round) and frees only what is durable. */
 	wc_writeback_stop(c);
 	ret = wc_commit(c, false);
+	/* The last commit's invalidations must be durable before the next
+	 * open treats those blocks as free (found by the crash sweep). */
+	wc_release_freed(c);
 	err = wc_has_error(c);
 	cache_free(c, true);
 	if (err)

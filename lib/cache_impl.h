@@ -131,6 +131,11 @@ struct wc_cache {
 	uint64_t entry_log_cap;
 	atomic_uint_fast64_t first_dirty_ms; /* time of the oldest uncommitted write; 0 none */
 	uint64_t commits, flushes;           /* under commit_lock */
+	/* Superseded blocks invalidated by the last commit, free once a drain
+	 * made that durable (under commit_lock; the count is read lock-free). */
+	uint32_t *pending;
+	size_t pending_n, pending_cap;
+	atomic_uint_fast64_t pending_count;
 
 	/* write-back (writeback.c) */
 	pthread_mutex_t wb_lock;             /* one round at a time */
@@ -218,6 +223,9 @@ void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx);
 unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint64_t seq_limit,
                           void (*emit)(struct wc_cache *, uint32_t, void *), void *emit_arg);
 bool wc_autocommit_due(struct wc_cache *c);
+/* Drain and free the blocks the last commit invalidated (see commit.c);
+ * for callers that need every free block now. */
+void wc_release_freed(struct wc_cache *c);
 
 static inline bool wc_is_committed(struct wc_cache *c, uint64_t seq)
 {

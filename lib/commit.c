@@ -157,32 +157,42 @@ unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origi
 	return d.n + 1;
 }
 
-struct idx_vec {
-	uint32_t *v;
-	size_t n, cap;
-};
-
-static int vec_push(struct idx_vec *v, uint32_t idx)
+static int pending_push(struct wc_cache *c, uint32_t idx)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 256;
-		uint32_t *nv = realloc(v->v, cap * sizeof(*nv));
+	if (c->pending_n == c->pending_cap) {
+		size_t cap = c->pending_cap ? c->pending_cap * 2 : 256;
+		uint32_t *nv = realloc(c->pending, cap * sizeof(*nv));
 
 		if (!nv)
 			return -ENOMEM;
-		v->v = nv;
-		v->cap = cap;
+		c->pending = nv;
+		c->pending_cap = cap;
 	}
-	v->v[v->n++] = idx;
+	c->pending[c->pending_n++] = idx;
 	return 0;
 }
 
+/* commit_lock held, right after a drain by this thread: the invalidations
+ * of the pending blocks (issued by an earlier commit, before commit_lock
+ * was released and taken again) are durable, so the blocks may be reused. */
+static void release_pending(struct wc_cache *c)
+{
+	if (!c->pending_n)
+		return;
+	wc_free_batch(c, c->pending, c->pending_n);
+	c->pending_n = 0;
+	atomic_store_explicit(&c->pending_count, 0, memory_order_relaxed);
+}
+
 /* After the commit of an epoch of parity `par`: the versions its writers
- * superseded are dead.  Pinned ones (a reader still copying) wait for the
- * next commit of the same parity. */
+ * superseded are dead.  Unlink and invalidate them, but leave the fence to
+ * the next commit's first drain (invariant (5) holds: they join the free
+ * lists only in release_pending); a FUA write thus costs two fences, not
+ * three.  Pinned ones (a reader still copying) wait for the next commit
+ * of the same parity. */
 static void free_superseded(struct wc_cache *c, unsigned par)
 {
-	struct idx_vec dead = {0};
+	size_t first = c->pending_n;
 
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		struct wc_shard *s = &c->shards[i];
@@ -195,23 +205,30 @@ static void free_superseded(struct wc_cache *c, unsigned par)
 			next = c->e[idx].next;
 			if (c->e[idx].pins || (c->e[idx].flags & WC_E_WPIN))
 				continue;
-			if (vec_push(&dead, idx))
+			if (pending_push(c, idx))
 				break; /* out of memory: the rest waits for a later commit */
 			version_unlink(c, s, idx);
 		}
 		pthread_mutex_unlock(&s->lock);
 	}
-	if (dead.n) {
-		/* Invalidate outside the shard locks: each unlock (a locked
-		 * instruction) would wait for the CLFLUSHOPT before it.  The
-		 * blocks are unreachable already and not yet free. */
-		for (size_t i = 0; i < dead.n; i++)
-			wc_entry_invalidate(c, dead.v[i]);
-		/* Invariant (5): the invalidations are durable before reuse. */
+	/* Invalidate outside the shard locks: each unlock (a locked
+	 * instruction) would wait for the write-back before it.  The blocks
+	 * are unreachable already and not yet free. */
+	for (size_t i = first; i < c->pending_n; i++)
+		wc_entry_invalidate(c, c->pending[i]);
+	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
+}
+
+void wc_release_freed(struct wc_cache *c)
+{
+	if (!atomic_load_explicit(&c->pending_count, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&c->commit_lock);
+	if (c->pending_n) {
 		wc_flush_drain(&c->fp);
-		wc_free_batch(c, dead.v, dead.n);
+		release_pending(c);
 	}
-	free(dead.v);
+	pthread_mutex_unlock(&c->commit_lock);
 }
 
 /* Start write-back of the entries epoch e published (see entry_log). */
@@ -271,6 +288,7 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	wait_epoch_quiet(c, e);
 	flush_entry_log(c, e);
 	wc_flush_drain(&c->fp);                      /* data + entries of e */
+	release_pending(c);                          /* the last commit's frees */
 	wc_flush_store8(&c->fp, &sb->seq_count, e + 1);
 	wc_flush_drain(&c->fp);                      /* the commit point */
 	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);

@@ -361,6 +361,9 @@ int wc_discard(wc_cache *c, uint64_t offset, uint64_t len)
 	ret = wc_commit(c, false);
 	if (ret)
 		return ret;
+	/* Older versions that commit invalidated go durable before we drop
+	 * the newer ones (same rule as wc_versions_drop). */
+	wc_release_freed(c);
 	d = malloc(sizeof(*d));
 	if (!d)
 		return wc_err(-ENOMEM, "%s discard: batch", c->cache_path);

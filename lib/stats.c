@@ -32,7 +32,9 @@ int wc_get_stats(wc_cache *c, struct wc_stats *st)
 	}
 	st->error = wc_has_error(c);
 	st->blocks = c->layout.n_blocks;
-	st->free_blocks = wc_free_count(c);
+	/* Blocks the last commit freed count as free: they hold no data and
+	 * join the free lists at the next fence. */
+	st->free_blocks = wc_free_count(c) + atomic_load(&c->pending_count);
 	st->writeback_blocks = atomic_load(&c->wb_inflight);
 	st->writes_blocked_on_freelist = atomic_load(&c->blocked_on_freelist);
 	pthread_mutex_lock(&c->commit_lock);

@@ -261,20 +261,18 @@ static unsigned submit_runs(struct wc_cache *c, struct wb_state *w, unsigned fir
 }
 
 struct dead_set {
-	uint64_t seq_limit;      /* versions up to this seq are on the origin */
 	uint32_t *v;
 	size_t n, cap;
 	bool oom;
 };
 
-/* The block was written back: drop it and every older version of it, or a
- * crash could resurrect an older version over the origin's newer data. */
-static void drop_written(struct wc_cache *c, struct wc_shard *s, uint32_t idx, void *arg)
+/* Collects what wc_versions_drop dropped, to free after the drain.  Out of
+ * memory, a dropped block is leaked (never reused), not corrupted. */
+static void dead_emit(struct wc_cache *c, uint32_t idx, void *arg)
 {
 	struct dead_set *d = arg;
 
-	if (c->e[idx].seq > d->seq_limit || (c->e[idx].flags & WC_E_WB))
-		return;
+	(void)c;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 256;
 		uint32_t *nv = realloc(d->v, cap * sizeof(*nv));
@@ -286,7 +284,6 @@ static void drop_written(struct wc_cache *c, struct wc_shard *s, uint32_t idx, v
 		d->v = nv;
 		d->cap = cap;
 	}
-	wc_version_drop(c, s, idx);
 	d->v[d->n++] = idx;
 }
 
@@ -315,6 +312,10 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 	struct dead_set d = {0};
 	unsigned failed = 0;
 
+	/* Older versions the last commit invalidated must be durable before
+	 * we invalidate the newer ones we wrote back, or a crash in between
+	 * could resurrect an older version over the origin's newer data. */
+	wc_release_freed(c);
 	for (unsigned k = 0; k < nruns; k++) {
 		struct wb_run *r = &w->runs[k];
 		bool ok = durable && r->res == (ssize_t)r->n * c->layout.block_size;
@@ -332,17 +333,14 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 
 			pthread_mutex_lock(&s->lock);
 			if (ok) {
+				/* The block and every older version of it go, oldest
+				 * first, or a crash could resurrect an older version
+				 * over the origin's newer data. */
 				c->e[idx].flags &= ~WC_E_WB;
-				d.seq_limit = c->e[idx].seq;
 				wc_wait_versions_unpinned(c, s, c->e[idx].origin);
-				wc_index_each_version(c, s, c->e[idx].origin, drop_written, &d);
-			}
-			if (!ok || d.oom) {
-				if (c->e[idx].flags & WC_E_INDEXED) {
-					c->e[idx].flags |= WC_E_WB;
-					requeue_failed(c, s, idx);
-				}
-				d.oom = false;
+				wc_versions_drop(c, s, c->e[idx].origin, c->e[idx].seq, dead_emit, &d);
+			} else {
+				requeue_failed(c, s, idx);
 			}
 			pthread_mutex_unlock(&s->lock);
 		}
@@ -608,6 +606,7 @@ int wc_writeback(wc_cache *c)
 		/* A failed round backed off inside; retry until it succeeds
 		 * or the failures turn into the sticky error. */
 	} while (r > 0 || (r == -EIO && !wc_has_error(c)));
+	wc_release_freed(c);
 	return r;
 }
 
