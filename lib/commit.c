@@ -25,7 +25,14 @@
  *       the writer's own epoch; committed entries are immutable until freed.
  *   (5) A superseded or written-back entry is invalidated (seq := NONE) and
  *       that store drained BEFORE its block returns to a free list, so a
- *       reused block can never pair an old entry with new data.
+ *       reused block can never pair an old entry with new data.  Superseded
+ *       blocks wait for the next commit's first drain (release_pending), or
+ *       for wc_release_freed() where a caller needs them sooner.
+ *   (7) Versions of one block are invalidated oldest first: an older
+ *       version's invalidation is durable before a newer one's is issued,
+ *       so no crash leaves an older version valid with the newer gone
+ *       (wc_versions_drop; close, discard and write-back release the
+ *       pending invalidations first).
  *   (6) A commit with no block allocated in its epoch issues no fence.
  *
  * Why a writer need not fence (x86).  Writers on other CPUs leave the epoch
@@ -40,7 +47,8 @@
  *   free -> uncommitted          io.c publish_new (wc_epoch_enter .. exit)
  *   uncommitted -> committed     wc_commit
  *   committed -> superseded      io.c publish_new (a newer version)
- *   superseded -> free           free_superseded, after the commit
+ *   superseded -> free           free_superseded (after the commit point),
+ *                                release_pending (after the next drain)
  *   committed -> under wb -> free writeback.c, after the origin is durable
  *   any -> free                  io.c wc_discard (invalidate, drain, free)
  */
