@@ -190,8 +190,3 @@ void wc_free_batch(struct wc_cache *c, const uint32_t *idx, size_t n)
 	}
 	wc_wake_freelist_waiters(c);
 }
-
-void wc_free_block(struct wc_cache *c, uint32_t idx)
-{
-	wc_free_batch(c, &idx, 1);
-}

@@ -201,7 +201,6 @@ int wc_freelist_init(struct wc_cache *c);
  * index or a negative errno (sticky error, or -EAGAIN in cleaner mode). */
 int64_t wc_alloc_block(struct wc_cache *c);
 /* Give back blocks whose invalidation is already durable. */
-void wc_free_block(struct wc_cache *c, uint32_t idx);
 void wc_free_batch(struct wc_cache *c, const uint32_t *idx, size_t n);
 uint64_t wc_free_count(struct wc_cache *c);
 void wc_wake_freelist_waiters(struct wc_cache *c);
@@ -213,9 +212,6 @@ uint64_t wc_epoch_enter(struct wc_cache *c, struct wc_shard *s);
 void wc_epoch_exit(struct wc_cache *c, struct wc_shard *s, uint64_t epoch);
 /* Persistently invalidate entry idx (seq := WC_NONE, no fence). */
 void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
-/* Unlink a version (shard lock held, unpinned) and invalidate it, so that
- * once the caller drains it can be freed. */
-void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx);
 /* Drop every version of `origin` with seq <= seq_limit that is not under
  * write-back (shard lock held, versions unpinned), oldest first and the
  * newest only once the others' invalidations are durable; emit() gets each

@@ -88,7 +88,7 @@ void wc_entry_invalidate(struct wc_cache *c, uint32_t idx)
 	wc_flush_store8(&c->fp, &pe->seq, WC_NONE);
 }
 
-/* wc_version_drop without the invalidation, which the caller does later. */
+/* version_drop without the invalidation, which the caller does later. */
 static void version_unlink(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
 	struct wc_entry *e = &c->e[idx];
@@ -104,7 +104,9 @@ static void version_unlink(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 	e->flags &= ~(WC_E_ON_LRU | WC_E_ON_SUPERSEDED | WC_E_SUP1 | WC_E_CURRENT);
 }
 
-void wc_version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
+/* Unlink a version (shard lock held, unpinned) and invalidate it; the
+ * caller drains before freeing it. */
+static void version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
 	version_unlink(c, s, idx);
 	wc_entry_invalidate(c, idx);
@@ -139,7 +141,7 @@ static void drop_older(struct wc_cache *c, struct wc_shard *s, uint32_t idx, voi
 
 	if (idx == d->keep || c->e[idx].seq > d->limit || (c->e[idx].flags & WC_E_WB))
 		return;
-	wc_version_drop(c, s, idx);
+	version_drop(c, s, idx);
 	d->emit(c, idx, d->emit_arg);
 	d->n++;
 }
@@ -160,7 +162,7 @@ unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origi
 	 * newest gone, and recovery would resurrect stale data. */
 	if (d.n)
 		wc_flush_drain(&c->fp);
-	wc_version_drop(c, s, na.newest);
+	version_drop(c, s, na.newest);
 	emit(c, na.newest, emit_arg);
 	return d.n + 1;
 }
