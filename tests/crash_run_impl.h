@@ -20,7 +20,15 @@
 #include "fault_origin.h"
 #include "wcache.h"
 
-struct crash_capture;
+/* One crash image (cache + origin) and the calls it must be explained by. */
+struct crash_capture {
+	uint8_t *cache_img;
+	uint8_t *origin_img;
+	size_t cache_len, origin_len;
+	struct wc_window w;
+	bool formatting;
+	char label[192];
+};
 struct crash_drv;
 
 struct crash_workload {
@@ -64,6 +72,13 @@ const struct crash_workload *crash_workload_find(const char *name);
 /* crash_run.c: recover and check every image captured during the call that
  * just returned (and forget them); print to the run's log. */
 void crash_verify_captures(struct crash_drv *d);
+/* crash_run.c, shared with crash_replay.c: check one captured image (and,
+ * depth permitting, crashes of its recovery); returns the violations. */
+uint64_t crash_verify(struct crash_drv *d, const struct crash_capture *cap, int depth);
+uint8_t *crash_io_buffer(size_t len);
+int crash_write_file(const char *path, const void *buf, size_t len);
+/* crash_replay.c: keep a violating image for a regression test. */
+int crash_dump_violation(struct crash_drv *d, const struct crash_capture *cap, const char *why);
 void crash_say(const struct crash_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
