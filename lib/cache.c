@@ -142,6 +142,23 @@ static int setup_blocks(struct wc_cache *c, uint64_t origin_size)
 	return ret;
 }
 
+/* The common start of create and open: state, config, the origin. */
+static int cache_begin(wc_cache **out, struct wc_cache **c, const char *cache_path,
+                       struct wc_origin origin, const struct wc_config *cfg, bool open,
+                       uint64_t *origin_size)
+{
+	int ret;
+
+	*c = NULL;
+	if (!out)
+		return wc_err(-EINVAL, "%s: NULL result pointer", open ? "wc_open" : "wc_create");
+	*out = NULL;
+	ret = cache_new(c, cache_path, cfg, open);
+	if (!ret)
+		ret = attach_origin(*c, origin, origin_size);
+	return ret;
+}
+
 int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
                      const struct wc_config *cfg)
 {
@@ -150,12 +167,7 @@ int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin or
 	uint64_t origin_size;
 	int ret;
 
-	if (!out)
-		return wc_err(-EINVAL, "wc_create: NULL result pointer");
-	*out = NULL;
-	ret = cache_new(&c, cache_path, cfg, false);
-	if (!ret)
-		ret = attach_origin(c, origin, &origin_size);
+	ret = cache_begin(out, &c, cache_path, origin, cfg, false, &origin_size);
 	if (ret)
 		goto fail;
 	if (origin_size == 0 || origin_size % c->cfg.block_size) {
@@ -206,12 +218,7 @@ int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin orig
 	uint64_t origin_size;
 	int ret;
 
-	if (!out)
-		return wc_err(-EINVAL, "wc_open: NULL result pointer");
-	*out = NULL;
-	ret = cache_new(&c, cache_path, cfg, true);
-	if (!ret)
-		ret = attach_origin(c, origin, &origin_size);
+	ret = cache_begin(out, &c, cache_path, origin, cfg, true, &origin_size);
 	if (!ret)
 		ret = wc_map_open(c, false, 0);
 	if (ret)

@@ -159,17 +159,9 @@ void flushbench_print_json(const struct bench *b)
 	printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"line_size\": %u, "
 	       "\"features\": %u},\n", cpu->family, cpu->model, cpu->stepping, cpu->line_size,
 	       cpu->features);
-	printf("  \"policy\": {\"small\": ");
-	wcb_json_str(stdout, in->small_strategy);
-	printf(", \"large\": ");
-	wcb_json_str(stdout, in->large_strategy);
-	if (in->threshold == SIZE_MAX)
-		printf(", \"threshold\": null");
-	else
-		printf(", \"threshold\": %zu", in->threshold);
-	printf(", \"reason\": ");
-	wcb_json_str(stdout, in->reason);
-	printf("},\n  \"columns\": [");
+	printf("  \"policy\": ");
+	wcb_json_policy(stdout, in);
+	printf(",\n  \"columns\": [");
 	for (unsigned ci = 0; ci < b->ncols; ci++) {
 		printf("%s", ci ? ", " : "");
 		wcb_json_str(stdout, b->col[ci].name);

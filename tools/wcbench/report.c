@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wcache.h"
 #include "wcbench.h"
 
 double wcb_now_ns(void)
@@ -175,4 +176,19 @@ void wcb_scratch_release(int keep)
 	}
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
+}
+
+void wcb_json_policy(FILE *f, const struct wc_pmem_info *in)
+{
+	fprintf(f, "{\"small\": ");
+	wcb_json_str(f, in->small_strategy);
+	fprintf(f, ", \"large\": ");
+	wcb_json_str(f, in->large_strategy);
+	if (in->threshold == SIZE_MAX)
+		fprintf(f, ", \"threshold\": null");
+	else
+		fprintf(f, ", \"threshold\": %zu", in->threshold);
+	fprintf(f, ", \"reason\": ");
+	wcb_json_str(f, in->reason);
+	fprintf(f, "}");
 }

@@ -215,17 +215,9 @@ void run_report_json(const struct run_ctx *x)
 	printf(", \"autocommit_blocks\": %u, \"autocommit_ms\": %u, \"high_watermark\": %u, "
 	       "\"low_watermark\": %u},\n", cc->autocommit_blocks, cc->autocommit_ms,
 	       cc->high_watermark, cc->low_watermark);
-	printf("  \"policy\": {\"small\": ");
-	wcb_json_str(stdout, in->small_strategy);
-	printf(", \"large\": ");
-	wcb_json_str(stdout, in->large_strategy);
-	if (in->threshold == SIZE_MAX)
-		printf(", \"threshold\": null");
-	else
-		printf(", \"threshold\": %zu", in->threshold);
-	printf(", \"reason\": ");
-	wcb_json_str(stdout, in->reason);
-	printf("},\n  \"results\": [\n");
+	printf("  \"policy\": ");
+	wcb_json_policy(stdout, in);
+	printf(",\n  \"results\": [\n");
 	for (unsigned k = 0; k < x->nconfigs; k++) {
 		const struct run_config *cfg = &x->configs[k];
 

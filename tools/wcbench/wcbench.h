@@ -31,6 +31,9 @@ const char *wcb_size_str(char *buf, size_t len, uint64_t bytes);
 double wcb_median(double *v, size_t n);
 /* Write `s` as a JSON string literal. */
 void wcb_json_str(FILE *f, const char *s);
+/* {"small": ..., "large": ..., "threshold": N|null, "reason": ...} */
+struct wc_pmem_info;
+void wcb_json_policy(FILE *f, const struct wc_pmem_info *in);
 /* Path of gnuplot, or NULL if it is not installed. */
 const char *wcb_gnuplot(void);
 /* Progress on stderr: overwrites one line on a terminal, else prints a line. */
