@@ -159,6 +159,25 @@ static int cache_begin(wc_cache **out, struct wc_cache **c, const char *cache_pa
 	return ret;
 }
 
+/* The common end of create and open: rebuild the DRAM state from the
+ * entries (all free after a format), start write-back and hand the cache
+ * over; or unwind everything on the first error. */
+static int cache_end(wc_cache **out, struct wc_cache *c, int ret)
+{
+	if (!ret)
+		ret = wc_recover(c);
+	if (!ret)
+		ret = wc_writeback_start(c);
+	if (!ret) {
+		*out = c;
+		return 0;
+	}
+	if (c)
+		wc_writeback_stop(c);
+	cache_free(c, false);
+	return ret;
+}
+
 int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
                      const struct wc_config *cfg)
 {
@@ -195,19 +214,8 @@ int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin or
 	if (ret)
 		goto fail;
 	ret = wc_format(c, origin_size);
-	if (!ret)
-		ret = wc_recover(c); /* all free; the same path as an open */
-	if (!ret)
-		ret = wc_writeback_start(c);
-	if (ret)
-		goto fail;
-	*out = c;
-	return 0;
 fail:
-	if (c)
-		wc_writeback_stop(c);
-	cache_free(c, false);
-	return ret;
+	return cache_end(out, c, ret);
 }
 
 int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
@@ -240,19 +248,8 @@ int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin orig
 		goto fail;
 	}
 	ret = setup_blocks(c, sb->origin_size);
-	if (!ret)
-		ret = wc_recover(c);
-	if (!ret)
-		ret = wc_writeback_start(c);
-	if (ret)
-		goto fail;
-	*out = c;
-	return 0;
 fail:
-	if (c)
-		wc_writeback_stop(c);
-	cache_free(c, false);
-	return ret;
+	return cache_end(out, c, ret);
 }
 
 static int with_path_origin(wc_cache **out, const char *cache_path, const char *origin_path,

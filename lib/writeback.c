@@ -263,7 +263,6 @@ static unsigned submit_runs(struct wc_cache *c, struct wb_state *w, unsigned fir
 struct dead_set {
 	uint32_t *v;
 	size_t n, cap;
-	bool oom;
 };
 
 /* Collects what wc_versions_drop dropped, to free after the drain.  Out of
@@ -277,10 +276,8 @@ static void dead_emit(struct wc_cache *c, uint32_t idx, void *arg)
 		size_t cap = d->cap ? d->cap * 2 : 256;
 		uint32_t *nv = realloc(d->v, cap * sizeof(*nv));
 
-		if (!nv) {
-			d->oom = true;
+		if (!nv)
 			return;
-		}
 		d->v = nv;
 		d->cap = cap;
 	}
