@@ -330,12 +330,18 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 
 			pthread_mutex_lock(&s->lock);
 			if (ok) {
-				/* The block and every older version of it go, oldest
-				 * first, or a crash could resurrect an older version
-				 * over the origin's newer data. */
+				uint64_t origin = c->e[idx].origin, seq = c->e[idx].seq;
+
+				/* Keep WC_E_WB while we wait for readers: the wait
+				 * drops the shard lock, and only that flag stops a
+				 * writer's supersede and the next commit from freeing
+				 * the block under us (a TSan report in the stress
+				 * test).  Then the block and every older version of it
+				 * go, oldest first, or a crash could resurrect an older
+				 * version over the origin's newer data. */
+				wc_wait_versions_unpinned(c, s, origin);
 				c->e[idx].flags &= ~WC_E_WB;
-				wc_wait_versions_unpinned(c, s, c->e[idx].origin);
-				wc_versions_drop(c, s, c->e[idx].origin, c->e[idx].seq, dead_emit, &d);
+				wc_versions_drop(c, s, origin, seq, dead_emit, &d);
 			} else {
 				requeue_failed(c, s, idx);
 			}
