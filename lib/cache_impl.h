@@ -9,8 +9,8 @@
  *  - freelist part->lock: one of WC_FREE_PARTS free lists.
  *  - c->commit_lock: one commit at a time (group commit: waiters share it).
  *  - c->wb_lock: one write-back round at a time.
- * Order: commit_lock -> shard lock; wb_lock -> commit_lock -> shard lock;
- * a free-list lock is taken alone.
+ * Order: wb_lock -> commit_lock -> shard lock -> free-list lock (the
+ * free-list locks are innermost: blocks are freed under the others).
  */
 #ifndef WC_CACHE_IMPL_H
 #define WC_CACHE_IMPL_H
@@ -222,6 +222,8 @@ bool wc_autocommit_due(struct wc_cache *c);
 /* Drain and free the blocks the last commit invalidated (see commit.c);
  * for callers that need every free block now. */
 void wc_release_freed(struct wc_cache *c);
+/* The same with commit_lock held (invariant (8) of commit.c). */
+void wc_release_freed_locked(struct wc_cache *c);
 
 static inline bool wc_is_committed(struct wc_cache *c, uint64_t seq)
 {

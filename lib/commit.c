@@ -34,6 +34,16 @@
  *       (wc_versions_drop; close, discard and write-back release the
  *       pending invalidations first).
  *   (6) A commit with no block allocated in its epoch issues no fence.
+ *   (8) A version that a commit unlinked (free_superseded) is no longer on
+ *       its chain, so wc_versions_drop cannot order it; its invalidation is
+ *       issued after the shard lock is released.  Whoever invalidates a
+ *       newer version of a block outside a commit (write-back's finish,
+ *       discard) therefore holds commit_lock while it does, and first
+ *       drains the pending invalidations (wc_release_freed_locked): a
+ *       commit keeps commit_lock from the unlink until its invalidations are
+ *       issued, and releasing it (a locked instruction) completes them.
+ *       Without this, a crash could keep the unlinked older version valid
+ *       with the newer one invalidated, resurrecting stale data.
  *
  * Why a writer need not fence (x86).  Writers on other CPUs leave the epoch
  * with a LOCK-prefixed decrement.  A locked instruction evicts the CPU's
@@ -229,15 +239,20 @@ static void free_superseded(struct wc_cache *c, unsigned par)
 	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
 }
 
+void wc_release_freed_locked(struct wc_cache *c)
+{
+	if (c->pending_n) {
+		wc_flush_drain(&c->fp);
+		release_pending(c);
+	}
+}
+
 void wc_release_freed(struct wc_cache *c)
 {
 	if (!atomic_load_explicit(&c->pending_count, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&c->commit_lock);
-	if (c->pending_n) {
-		wc_flush_drain(&c->fp);
-		release_pending(c);
-	}
+	wc_release_freed_locked(c);
 	pthread_mutex_unlock(&c->commit_lock);
 }
 

@@ -309,10 +309,6 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 	struct dead_set d = {0};
 	unsigned failed = 0;
 
-	/* Older versions the last commit invalidated must be durable before
-	 * we invalidate the newer ones we wrote back, or a crash in between
-	 * could resurrect an older version over the origin's newer data. */
-	wc_release_freed(c);
 	for (unsigned k = 0; k < nruns; k++) {
 		struct wb_run *r = &w->runs[k];
 		bool ok = durable && r->res == (ssize_t)r->n * c->layout.block_size;
@@ -328,6 +324,13 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 			uint32_t idx = w->cand[i];
 			struct wc_shard *s = wc_shard_of(c, c->e[idx].origin);
 
+			/* Older versions a commit unlinked must be durably
+			 * invalid before we invalidate the newer one we wrote
+			 * back, or a crash in between could resurrect an older
+			 * version over the origin's newer data (invariant (8)
+			 * of commit.c). */
+			pthread_mutex_lock(&c->commit_lock);
+			wc_release_freed_locked(c);
 			pthread_mutex_lock(&s->lock);
 			if (ok) {
 				uint64_t origin = c->e[idx].origin, seq = c->e[idx].seq;
@@ -346,6 +349,7 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 				requeue_failed(c, s, idx);
 			}
 			pthread_mutex_unlock(&s->lock);
+			pthread_mutex_unlock(&c->commit_lock);
 		}
 	}
 	if (d.n) {
