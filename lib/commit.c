@@ -26,8 +26,9 @@
  *   (5) A superseded or written-back entry is invalidated (seq := NONE) and
  *       that store drained BEFORE its block returns to a free list, so a
  *       reused block can never pair an old entry with new data.  Superseded
- *       blocks wait for the next commit's first drain (release_pending), or
- *       for wc_release_freed() where a caller needs them sooner.
+ *       blocks are invalidated with the next commit's data and freed after
+ *       its first drain (invalidate_pending, release_pending), or by
+ *       wc_release_freed() where a caller needs them sooner.
  *   (7) Versions of one block are invalidated oldest first: an older
  *       version's invalidation is durable before a newer one's is issued,
  *       so no crash leaves an older version valid with the newer gone
@@ -35,15 +36,14 @@
  *       pending invalidations first).
  *   (6) A commit with no block allocated in its epoch issues no fence.
  *   (8) A version that a commit unlinked (free_superseded) is no longer on
- *       its chain, so wc_versions_drop cannot order it; its invalidation is
- *       issued after the shard lock is released.  Whoever invalidates a
+ *       its chain, so wc_versions_drop cannot order it, and it stays valid
+ *       on pmem until the next commit invalidates it.  Whoever invalidates a
  *       newer version of a block outside a commit (write-back's finish,
- *       discard) therefore holds commit_lock while it does, and first
- *       drains the pending invalidations (wc_release_freed_locked): a
- *       commit keeps commit_lock from the unlink until its invalidations are
- *       issued, and releasing it (a locked instruction) completes them.
- *       Without this, a crash could keep the unlinked older version valid
- *       with the newer one invalidated, resurrecting stale data.
+ *       discard, close) therefore holds commit_lock while it does, and
+ *       first invalidates and drains the pending blocks itself
+ *       (wc_release_freed_locked).  Without this, a crash could keep the
+ *       unlinked older version valid with the newer one invalidated,
+ *       resurrecting stale data.
  *
  * Why a writer need not fence (x86).  Writers on other CPUs leave the epoch
  * with a LOCK-prefixed decrement.  A locked instruction evicts the CPU's
@@ -57,8 +57,10 @@
  *   free -> uncommitted          io.c publish_new (wc_epoch_enter .. exit)
  *   uncommitted -> committed     wc_commit
  *   committed -> superseded      io.c publish_new (a newer version)
- *   superseded -> free           free_superseded (after the commit point),
- *                                release_pending (after the next drain)
+ *   superseded -> pending        free_superseded (after the commit point)
+ *   pending -> free              invalidate_pending, the next drain,
+ *                                release_pending (next commit or
+ *                                wc_release_freed)
  *   committed -> under wb -> free writeback.c, after the origin is durable
  *   any -> free                  io.c wc_discard (invalidate, drain, free)
  */
@@ -192,9 +194,9 @@ static int pending_push(struct wc_cache *c, uint32_t idx)
 	return 0;
 }
 
-/* commit_lock held, right after a drain by this thread: the invalidations
- * of the pending blocks (issued by an earlier commit, before commit_lock
- * was released and taken again) are durable, so the blocks may be reused. */
+/* commit_lock held, right after a drain by this thread that followed
+ * invalidate_pending: the invalidations are durable, the blocks may be
+ * reused. */
 static void release_pending(struct wc_cache *c)
 {
 	if (!c->pending_n)
@@ -205,15 +207,17 @@ static void release_pending(struct wc_cache *c)
 }
 
 /* After the commit of an epoch of parity `par`: the versions its writers
- * superseded are dead.  Unlink and invalidate them, but leave the fence to
- * the next commit's first drain (invariant (5) holds: they join the free
- * lists only in release_pending); a FUA write thus costs two fences, not
- * three.  Pinned ones (a reader still copying) wait for the next commit
- * of the same parity. */
+ * superseded are dead.  Unlink them into `pending`; their invalidations go
+ * out with the next commit's data and share its first drain (invariant (5)
+ * holds: they join the free lists only in release_pending).  Issuing them
+ * here would make this commit's last unlock wait for their write-back: a
+ * FUA write would pay three memory round trips (data and entry, commit
+ * record, invalidations) instead of two.  Until then they stay valid on
+ * pmem, older than the committed newer version that recovery prefers.
+ * Pinned ones (a reader still copying) wait for the next commit of the
+ * same parity. */
 static void free_superseded(struct wc_cache *c, unsigned par)
 {
-	size_t first = c->pending_n;
-
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		struct wc_shard *s = &c->shards[i];
 		uint32_t idx, next;
@@ -231,17 +235,21 @@ static void free_superseded(struct wc_cache *c, unsigned par)
 		}
 		pthread_mutex_unlock(&s->lock);
 	}
-	/* Invalidate outside the shard locks: each unlock (a locked
-	 * instruction) would wait for the write-back before it.  The blocks
-	 * are unreachable already and not yet free. */
-	for (size_t i = first; i < c->pending_n; i++)
-		wc_entry_invalidate(c, c->pending[i]);
 	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
+}
+
+/* commit_lock held: issue the invalidations of the pending blocks; the
+ * caller's next drain makes them durable. */
+static void invalidate_pending(struct wc_cache *c)
+{
+	for (size_t i = 0; i < c->pending_n; i++)
+		wc_entry_invalidate(c, c->pending[i]);
 }
 
 void wc_release_freed_locked(struct wc_cache *c)
 {
 	if (c->pending_n) {
+		invalidate_pending(c);
 		wc_flush_drain(&c->fp);
 		release_pending(c);
 	}
@@ -312,8 +320,9 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	atomic_store(&c->epoch, e + 1);
 	wait_epoch_quiet(c, e);
 	flush_entry_log(c, e);
-	wc_flush_drain(&c->fp);                      /* data + entries of e */
-	release_pending(c);                          /* the last commit's frees */
+	invalidate_pending(c);                       /* the last commit's frees */
+	wc_flush_drain(&c->fp);                      /* data + entries of e, invalidations */
+	release_pending(c);
 	wc_flush_store8(&c->fp, &sb->seq_count, e + 1);
 	wc_flush_drain(&c->fp);                      /* the commit point */
 	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);
