@@ -84,7 +84,7 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 		return;
 	if (c->e)
 		wc_index_fini(c);
-	free(c->e);
+	wc_dram_table_free(c->e, c->layout.n_blocks * sizeof(*c->e));
 	free(c->pending);
 	free(c->entry_log[0]);
 	free(c->entry_log[1]);
@@ -121,7 +121,7 @@ static int setup_blocks(struct wc_cache *c, uint64_t origin_size)
 		              c->cache_path, bs, c->origin_align);
 	c->block_shift = (uint32_t)__builtin_ctz(bs);
 	c->origin_blocks = origin_size >> c->block_shift;
-	c->e = calloc(c->layout.n_blocks, sizeof(*c->e));
+	c->e = wc_dram_table(c->layout.n_blocks * sizeof(*c->e));
 	if (!c->e)
 		return wc_err(-ENOMEM, "%s: %llu DRAM entries", c->cache_path,
 		              (unsigned long long)c->layout.n_blocks);

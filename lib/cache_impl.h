@@ -110,7 +110,9 @@ struct wc_cache {
 	uint32_t origin_align;
 
 	/* blocks */
-	struct wc_entry *e;
+	struct wc_entry *e;              /* n_blocks, on huge pages (dram.c) */
+	uint32_t *bucket_table;          /* every shard's buckets, likewise */
+	size_t bucket_bytes;
 	struct wc_shard shards[WC_SHARDS];
 	struct wc_freelist free[WC_FREE_PARTS];
 	atomic_uint free_rr;
@@ -163,6 +165,12 @@ static inline int wc_has_error(struct wc_cache *c)
 {
 	return atomic_load_explicit(&c->error, memory_order_acquire);
 }
+
+/* ---- dram.c ---- */
+/* A zeroed table of `bytes` on transparent huge pages where the kernel
+ * allows; NULL when out of memory. */
+void *wc_dram_table(size_t bytes);
+void wc_dram_table_free(void *p, size_t bytes);
 
 /* ---- index.c ---- */
 static inline struct wc_shard *wc_shard_of(struct wc_cache *c, uint64_t origin_block)

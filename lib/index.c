@@ -9,6 +9,7 @@
  * two versions of one block in order, discard to drop them all.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cache_impl.h"
 #include "error.h"
@@ -25,17 +26,19 @@ int wc_index_init(struct wc_cache *c)
 
 	while (nb < per)
 		nb <<= 1;
+	/* One table for all shards, on huge pages (dram.c). */
+	c->bucket_bytes = WC_SHARDS * nb * sizeof(uint32_t);
+	c->bucket_table = wc_dram_table(c->bucket_bytes);
+	if (!c->bucket_table)
+		return wc_err(-ENOMEM, "%s: index of %llu buckets", c->cache_path,
+		              (unsigned long long)nb * WC_SHARDS);
+	memset(c->bucket_table, 0xff, c->bucket_bytes); /* WC_NIL */
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		struct wc_shard *s = &c->shards[i];
 
 		pthread_mutex_init(&s->lock, NULL);
 		pthread_cond_init(&s->unpinned, NULL);
-		s->buckets = malloc(nb * sizeof(uint32_t));
-		if (!s->buckets)
-			return wc_err(-ENOMEM, "%s: index of %llu buckets", c->cache_path,
-			              (unsigned long long)nb * WC_SHARDS);
-		for (uint64_t b = 0; b < nb; b++)
-			s->buckets[b] = WC_NIL;
+		s->buckets = c->bucket_table + i * nb;
 		s->bucket_mask = (uint32_t)(nb - 1);
 		s->lru.head = s->lru.tail = WC_NIL;
 		s->superseded[0].head = s->superseded[0].tail = WC_NIL;
@@ -47,8 +50,9 @@ int wc_index_init(struct wc_cache *c)
 
 void wc_index_fini(struct wc_cache *c)
 {
+	wc_dram_table_free(c->bucket_table, c->bucket_bytes);
+	c->bucket_table = NULL;
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
-		free(c->shards[i].buckets);
 		c->shards[i].buckets = NULL;
 		pthread_mutex_destroy(&c->shards[i].lock);
 		pthread_cond_destroy(&c->shards[i].unpinned);
