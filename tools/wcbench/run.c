@@ -506,6 +506,25 @@ static int cache_phase(struct run_ctx *x, struct run_config *cfg, unsigned round
 	return ret;
 }
 
+/* The floors of one round (cr: that round's cache phase, or for a round
+ * that runs its floors first, the previous one's operation counts). */
+static int measure_floors(struct run_ctx *x, struct run_config *cfg, unsigned r,
+                          struct run_phase_result *fr, struct run_phase_result *lr)
+{
+	if (run_phase(x, PHASE_FLOOR, cfg->threads, r, cfg->last_ops, fr) != 0)
+		return -1;
+	if (run_has_lock_floor(x) && run_phase(x, PHASE_FLOOR_LOCK, cfg->threads, r, cfg->last_ops, lr))
+		return -1;
+	return 0;
+}
+
+/*
+ * Rounds alternate the order of the phases (cache, floors; then floors,
+ * cache; ...): back-to-back runs on this VM showed the second of a pair
+ * ~20% slower than the first, so a fixed order would bias every ratio.
+ * A floor that runs first repeats the operation counts of the previous
+ * round's cache phase.
+ */
 static int measure(struct run_ctx *x)
 {
 	double t0 = wcb_now_ns();
@@ -513,21 +532,25 @@ static int measure(struct run_ctx *x)
 	for (unsigned r = 0; r < x->o.runs; r++) {
 		for (unsigned k = 0; k < x->nconfigs; k++) {
 			struct run_config *cfg = &x->configs[k];
-			struct run_phase_result cr, fr;
+			struct run_phase_result cr, fr, lr;
+			bool floors_first = (r & 1) && !x->o.no_floor;
 
 			if (!x->o.quiet && (x->o.runs * x->nconfigs > 1))
 				wcb_progress("wcbench run: round %u of %u, %u thread%s, %.0f s", r + 1,
 				             x->o.runs, cfg->threads, cfg->threads > 1 ? "s" : "",
 				             (wcb_now_ns() - t0) / 1e9);
+			if (floors_first && measure_floors(x, cfg, r, &fr, &lr) != 0)
+				return -1;
 			if (cache_phase(x, cfg, r, &cr) != 0)
 				return -1;
 			cfg->cache_iops[r] = cr.iops;
 			cfg->cache_cpu_op[r] = cr.cpu_ns / (double)cr.ops;
 			wcb_hist_merge(&cfg->cache_hist, &cr.hist);
 			cfg->cache_ops += cr.ops;
+			memcpy(cfg->last_ops, cr.per_thread_ops, sizeof(cfg->last_ops));
 			if (x->o.no_floor)
 				continue;
-			if (run_phase(x, PHASE_FLOOR, cfg->threads, r, cr.per_thread_ops, &fr) != 0)
+			if (!floors_first && measure_floors(x, cfg, r, &fr, &lr) != 0)
 				return -1;
 			cfg->floor_iops[r] = fr.iops;
 			cfg->ratio[r] = cr.iops / fr.iops;
@@ -536,11 +559,9 @@ static int measure(struct run_ctx *x)
 			wcb_hist_merge(&cfg->floor_hist, &fr.hist);
 			if (!run_has_lock_floor(x))
 				continue;
-			if (run_phase(x, PHASE_FLOOR_LOCK, cfg->threads, r, cr.per_thread_ops, &fr))
-				return -1;
-			cfg->lock_iops[r] = fr.iops;
-			cfg->lock_ratio[r] = cr.iops / fr.iops;
-			wcb_hist_merge(&cfg->lock_hist, &fr.hist);
+			cfg->lock_iops[r] = lr.iops;
+			cfg->lock_ratio[r] = cr.iops / lr.iops;
+			wcb_hist_merge(&cfg->lock_hist, &lr.hist);
 		}
 	}
 	if (!x->o.quiet)

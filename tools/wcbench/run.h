@@ -57,6 +57,7 @@ struct run_config {
 	uint64_t cache_ops;
 	struct wcb_hist cache_hist, floor_hist; /* all threads, all rounds */
 	struct run_stats_delta delta;
+	uint64_t last_ops[RUN_MAX_THREADS]; /* of the last cache phase: floors run first repeat it */
 };
 
 /* PHASE_FLOOR_LOCK: the floor plus one uncontended mutex lock/unlock per
