@@ -199,9 +199,11 @@ void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx);
  * the entry up again. */
 void wc_wait_unpin(struct wc_shard *s);
 void wc_unpin(struct wc_cache *c, struct wc_shard *s, uint32_t idx, bool writer);
-/* Wait (shard lock held) until no version of `origin` is pinned; afterwards
- * the chain can be walked and changed without releasing the lock. */
-void wc_wait_versions_unpinned(struct wc_cache *c, struct wc_shard *s, uint64_t origin);
+/* Take commit_lock and the shard lock to drop versions of `origin` outside a
+ * commit: the pending invalidations are durable (invariant (8) of commit.c)
+ * and no version is pinned.  Release with wc_unlock_for_drop. */
+void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin);
+void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s);
 
 /* ---- alloc.c ---- */
 int wc_freelist_init(struct wc_cache *c);

@@ -41,9 +41,9 @@
  *       newer version of a block outside a commit (write-back's finish,
  *       discard, close) therefore holds commit_lock while it does, and
  *       first invalidates and drains the pending blocks itself
- *       (wc_release_freed_locked).  Without this, a crash could keep the
- *       unlinked older version valid with the newer one invalidated,
- *       resurrecting stale data.
+ *       (wc_lock_for_drop, wc_release_freed).  Without this, a crash could
+ *       keep the unlinked older version valid with the newer one
+ *       invalidated, resurrecting stale data.
  *
  * Why a writer need not fence (x86).  Writers on other CPUs leave the epoch
  * with a LOCK-prefixed decrement.  A locked instruction evicts the CPU's

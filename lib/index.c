@@ -162,16 +162,41 @@ void wc_unpin(struct wc_cache *c, struct wc_shard *s, uint32_t idx, bool writer)
 	pthread_mutex_unlock(&s->lock);
 }
 
-void wc_wait_versions_unpinned(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
+static bool versions_pinned(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
+{
+	uint32_t i = s->buckets[bucket_of(s, origin)];
+
+	while (i != WC_NIL && !(c->e[i].origin == origin &&
+	                        (c->e[i].pins || (c->e[i].flags & WC_E_WPIN))))
+		i = c->e[i].hash_next;
+	return i != WC_NIL;
+}
+
+static void wait_versions_unpinned(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
+{
+	while (versions_pinned(c, s, origin))
+		wc_wait_unpin(s); /* the chain may change: rescan */
+}
+
+void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
 {
 	for (;;) {
-		uint32_t i = s->buckets[bucket_of(s, origin)];
-
-		while (i != WC_NIL && !(c->e[i].origin == origin &&
-		                        (c->e[i].pins || (c->e[i].flags & WC_E_WPIN))))
-			i = c->e[i].hash_next;
-		if (i == WC_NIL)
+		pthread_mutex_lock(&c->commit_lock);
+		wc_release_freed_locked(c);
+		pthread_mutex_lock(&s->lock);
+		if (!versions_pinned(c, s, origin))
 			return;
-		wc_wait_unpin(s); /* the chain may change: rescan */
+		/* A reader may keep its pin across origin I/O (wc_read copies
+		 * a hit after reading the misses before it): wait without
+		 * commit_lock, so commits never wait for a disk. */
+		pthread_mutex_unlock(&c->commit_lock);
+		wait_versions_unpinned(c, s, origin);
+		pthread_mutex_unlock(&s->lock);
 	}
+}
+
+void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s)
+{
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&c->commit_lock);
 }

@@ -370,15 +370,9 @@ int wc_discard(wc_cache *c, uint64_t offset, uint64_t len)
 	for (uint64_t i = 0; i < n; i++) {
 		struct wc_shard *s = wc_shard_of(c, first + i);
 
-		/* Older versions a commit unlinked go durable before we drop
-		 * the newer ones (invariant (8) of commit.c). */
-		pthread_mutex_lock(&c->commit_lock);
-		wc_release_freed_locked(c);
-		pthread_mutex_lock(&s->lock);
-		wc_wait_versions_unpinned(c, s, first + i);
+		wc_lock_for_drop(c, s, first + i);
 		discard_block(c, s, first + i, d);
-		pthread_mutex_unlock(&s->lock);
-		pthread_mutex_unlock(&c->commit_lock);
+		wc_unlock_for_drop(c, s);
 	}
 	discard_flush(c, d);
 	free(d);

@@ -324,32 +324,28 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 			uint32_t idx = w->cand[i];
 			struct wc_shard *s = wc_shard_of(c, c->e[idx].origin);
 
-			/* Older versions a commit unlinked must be durably
-			 * invalid before we invalidate the newer one we wrote
-			 * back, or a crash in between could resurrect an older
-			 * version over the origin's newer data (invariant (8)
-			 * of commit.c). */
-			pthread_mutex_lock(&c->commit_lock);
-			wc_release_freed_locked(c);
-			pthread_mutex_lock(&s->lock);
 			if (ok) {
 				uint64_t origin = c->e[idx].origin, seq = c->e[idx].seq;
 
-				/* Keep WC_E_WB while we wait for readers: the wait
-				 * drops the shard lock, and only that flag stops a
-				 * writer's supersede and the next commit from freeing
-				 * the block under us (a TSan report in the stress
-				 * test).  Then the block and every older version of it
-				 * go, oldest first, or a crash could resurrect an older
-				 * version over the origin's newer data. */
-				wc_wait_versions_unpinned(c, s, origin);
+				/* WC_E_WB keeps the block ours until the versions
+				 * are dropped: waits for readers release the shard
+				 * lock, and without the flag a writer's supersede and
+				 * the next commit could free it meanwhile (a TSan
+				 * report in the stress test).  Then the block and
+				 * every older version of it go, oldest first, and
+				 * only after the versions a commit unlinked are
+				 * durably invalid (invariant (8) of commit.c), or a
+				 * crash could resurrect an older version over the
+				 * origin's newer data. */
+				wc_lock_for_drop(c, s, origin);
 				c->e[idx].flags &= ~WC_E_WB;
 				wc_versions_drop(c, s, origin, seq, dead_emit, &d);
+				wc_unlock_for_drop(c, s);
 			} else {
+				pthread_mutex_lock(&s->lock);
 				requeue_failed(c, s, idx);
+				pthread_mutex_unlock(&s->lock);
 			}
-			pthread_mutex_unlock(&s->lock);
-			pthread_mutex_unlock(&c->commit_lock);
 		}
 	}
 	if (d.n) {
