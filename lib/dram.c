@@ -25,9 +25,10 @@ void *wc_dram_table(size_t bytes)
 
 	if (!len)
 		len = HUGE_2M;
-	/* Anonymous memory is zeroed, as calloc's.  Large anonymous mappings
-	 * are 2 MiB aligned by the kernel (>= 5.x, THP enabled), so every
-	 * 2 MiB of the table can be one huge page. */
+	/* Anonymous memory is zeroed, as calloc's.  Linux 6.7 and later
+	 * align large anonymous mappings to 2 MiB, so every 2 MiB of the table
+	 * can be one huge page; on older kernels only the 2 MiB-aligned
+	 * interior can. */
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
