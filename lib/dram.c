@@ -18,13 +18,19 @@
 
 #define HUGE_2M (2u << 20)
 
-void *wc_dram_table(size_t bytes)
+/* Whole huge pages, at least one. */
+static size_t table_len(size_t bytes)
 {
 	size_t len = (bytes + HUGE_2M - 1) & ~(size_t)(HUGE_2M - 1);
+
+	return len ? len : HUGE_2M;
+}
+
+void *wc_dram_table(size_t bytes)
+{
+	size_t len = table_len(bytes);
 	void *p;
 
-	if (!len)
-		len = HUGE_2M;
 	/* Anonymous memory is zeroed, as calloc's.  Linux 6.7 and later
 	 * align large anonymous mappings to 2 MiB, so every 2 MiB of the table
 	 * can be one huge page; on older kernels only the 2 MiB-aligned
@@ -40,8 +46,6 @@ void *wc_dram_table(size_t bytes)
 
 void wc_dram_table_free(void *p, size_t bytes)
 {
-	size_t len = (bytes + HUGE_2M - 1) & ~(size_t)(HUGE_2M - 1);
-
 	if (p)
-		munmap(p, len ? len : HUGE_2M);
+		munmap(p, table_len(bytes));
 }

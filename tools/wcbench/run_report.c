@@ -99,6 +99,7 @@ void run_report_text(const struct run_ctx *x)
 	       "p99", "p99.9", "mean", "max");
 	for (unsigned k = 0; k < x->nconfigs; k++) {
 		const struct run_config *cfg = &x->configs[k];
+		const char *bound = o->fua ? "floor+commit" : "floor+lock";
 
 		row("cache", cfg->threads, cfg->cache_iops_med, o->bs, &cfg->cache_hist);
 		if (o->no_floor)
@@ -111,17 +112,10 @@ void run_report_text(const struct run_ctx *x)
 		       "floor)\n", "", cfg->cpu_ratio_med, cfg->cache_cpu_op_med, cfg->floor_cpu_op_med);
 		if (!run_has_lock_floor(x))
 			continue;
-		if (o->fua) {
-			row("floor+commit", cfg->threads, cfg->lock_iops_med, o->bs, &cfg->lock_hist);
-			printf("%-7s cache/(floor+commit) %.3f, (floor+commit)/floor %.3f: the most a "
-			       "FUA write through a commit record can reach\n", "", cfg->lock_ratio_med,
-			       cfg->lock_iops_med / cfg->floor_iops_med);
-		} else {
-			row("floor+lock", cfg->threads, cfg->lock_iops_med, o->bs, &cfg->lock_hist);
-			printf("%-7s cache/(floor+lock) %.3f, (floor+lock)/floor %.3f: the most a design "
-			       "that locks once per write can reach\n", "", cfg->lock_ratio_med,
-			       cfg->lock_iops_med / cfg->floor_iops_med);
-		}
+		row(bound, cfg->threads, cfg->lock_iops_med, o->bs, &cfg->lock_hist);
+		printf("%-7s cache/(%s) %.3f, (%s)/floor %.3f: the most %s can reach\n", "", bound,
+		       cfg->lock_ratio_med, bound, cfg->lock_iops_med / cfg->floor_iops_med,
+		       o->fua ? "a FUA write through a commit record" : "a design that locks once per write");
 	}
 	if (x->nconfigs == 2) {
 		printf("\nscaling 2 threads / 1 thread (median of per-round ratios): cache %.3f",
