@@ -85,6 +85,7 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 	if (c->e)
 		wc_index_fini(c);
 	wc_dram_table_free(c->e, c->layout.n_blocks * sizeof(*c->e));
+	wc_freelist_fini(c);
 	free(c->pending);
 	free(c->entry_log[0]);
 	free(c->entry_log[1]);

@@ -116,7 +116,7 @@ static void version_unlink(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 	e->flags &= ~(WC_E_ON_LRU | WC_E_ON_SUPERSEDED | WC_E_SUP1 | WC_E_CURRENT);
 }
 
-/* Unlink a version (shard lock held, unpinned) and invalidate it; the
+/* Unlink a version (shard lock held) and invalidate it; the
  * caller drains before freeing it. */
 static void version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
@@ -213,9 +213,7 @@ static void release_pending(struct wc_cache *c)
  * here would make this commit's last unlock wait for their write-back: a
  * FUA write would pay three memory round trips (data and entry, commit
  * record, invalidations) instead of two.  Until then they stay valid on
- * pmem, older than the committed newer version that recovery prefers.
- * Pinned ones (a reader still copying) wait for the next commit of the
- * same parity. */
+ * pmem, older than the committed newer version that recovery prefers. */
 static void free_superseded(struct wc_cache *c, unsigned par)
 {
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
@@ -227,8 +225,6 @@ static void free_superseded(struct wc_cache *c, unsigned par)
 		pthread_mutex_lock(&s->lock);
 		for (idx = s->superseded[par].head; idx != WC_NIL; idx = next) {
 			next = c->e[idx].next;
-			if (c->e[idx].pins || (c->e[idx].flags & WC_E_WPIN))
-				continue;
 			if (pending_push(c, idx))
 				break; /* out of memory: the rest waits for a later commit */
 			version_unlink(c, s, idx);

@@ -31,7 +31,7 @@
 #include "cache_impl.h"
 #include "error.h"
 
-#define WC_E_DROP WC_E_WPIN /* pass 1 -> pass 2 marker; never set on a free entry otherwise */
+#define WC_E_DROP WC_E_SPARE /* pass 1 -> pass 2 marker; never set on a free entry otherwise */
 
 int wc_format(struct wc_cache *c, uint64_t origin_size)
 {
@@ -107,7 +107,6 @@ static int classify(struct wc_cache *c, uint64_t seq_count, uint64_t *n_drop)
 		e->origin = origin;
 		e->seq = seq;
 		e->flags = 0;
-		e->pins = 0;
 		e->hash_next = e->prev = e->next = WC_NIL;
 		if (seq == WC_NONE)
 			continue;
