@@ -91,6 +91,11 @@ struct wc_shard {
 
 /* A stack of free block indices: a batch pops with one lock round and no
  * pointer chasing through the entries. */
+/* A block published in an epoch, and which life of it (gen). */
+struct wc_logged {
+	uint32_t idx, gen;
+};
+
 struct wc_freelist {
 	pthread_mutex_t lock;
 	uint32_t *stack;           /* room for every block whose index selects it */
@@ -135,13 +140,14 @@ struct wc_cache {
 	/* commit state (commit.c) */
 	pthread_mutex_t commit_lock;
 	atomic_uint_fast64_t epoch;          /* seq given to new writes */
-	atomic_uint_fast64_t committed_seq;  /* == durable sb->seq_count */
+	atomic_uint_fast64_t committed_seq;  /* the commit point (record or floor) */
 	atomic_uint_fast64_t uncommitted[2]; /* blocks allocated per epoch parity */
 	/* Entries published in an epoch, flushed by its commit: a CLFLUSHOPT
 	 * on the write path makes the writer's next locked instruction wait
 	 * for the write-back (measured: ~90 ns per write on this EPYC). */
-	uint32_t *entry_log[2];
+	struct wc_logged *entry_log[2];
 	uint64_t entry_log_cap;
+	uint64_t durable_floor;              /* sb->seq_count as last drained (commit_lock) */
 	atomic_uint_fast64_t first_dirty_ms; /* time of the oldest uncommitted write; 0 none */
 	uint64_t commits, flushes;           /* under commit_lock */
 	/* Superseded blocks invalidated by the last commit, free once a drain
@@ -256,6 +262,10 @@ bool wc_autocommit_due(struct wc_cache *c);
 void wc_release_freed(struct wc_cache *c);
 /* The same with commit_lock held (invariant (8) of commit.c). */
 void wc_release_freed_locked(struct wc_cache *c);
+/* commit_lock held, before invalidating a committed entry outside a commit:
+ * make the floor seq_count cover the last commit (invariant (10)) and the
+ * pending invalidations durable. */
+void wc_commit_confirm_locked(struct wc_cache *c);
 
 static inline bool wc_is_committed(struct wc_cache *c, uint64_t seq)
 {

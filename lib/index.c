@@ -135,7 +135,7 @@ void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx)
 void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
 {
 	pthread_mutex_lock(&c->commit_lock);
-	wc_release_freed_locked(c);
+	wc_commit_confirm_locked(c);
 	pthread_mutex_lock(&s->lock);
 }
 

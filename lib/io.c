@@ -143,6 +143,9 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 	uint64_t epoch, k;
 	unsigned allocated = 0;
 
+	/* The data is persistent before its entry can be (invariant (1)):
+	 * epoch_enter's locked increment is the fence on x86. */
+	wc_flush_order_before_lock(&c->fp);
 	epoch = wc_epoch_enter(c, s);
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = 0; i < n; i++) {
@@ -168,7 +171,8 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 	k = atomic_fetch_add(&c->uncommitted[epoch & 1], n);
 	for (unsigned i = 0; i < n; i++) {
 		if (k + i < c->entry_log_cap)
-			c->entry_log[epoch & 1][k + i] = idx[i];
+			c->entry_log[epoch & 1][k + i] = (struct wc_logged){
+				idx[i], __atomic_load_n(&c->e[idx[i]].gen, __ATOMIC_RELAXED) };
 		else
 			wc_flush_range(&c->fp, wc_pmem_entry(c->base, &c->layout, idx[i]),
 			               sizeof(struct wc_pmem_entry));
