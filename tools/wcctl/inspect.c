@@ -3,11 +3,16 @@
  * inspect.c -- `wcctl check` and `wcctl dump`: offline views of a cache
  * image (image.c), without the origin and without writing a byte.
  *
+ * Both print the commit point the way recovery computes it (image.c): the
+ * floor seq_count, the two commit records and which of them, if any,
+ * moves the point above the floor.
+ *
  * What counts as damage is what makes recovery refuse, or what the commit
  * protocol can never produce: a superblock wc_sb_validate rejects, a
  * committed entry beyond the origin, two committed entries with one origin
- * block and one seq.  Uncommitted entries are not damage: a crash between
- * a write and its commit leaves them, and recovery drops them.
+ * block and one seq.  Uncommitted entries and torn or mismatching records
+ * are not damage: a crash between a write and its commit leaves them, and
+ * recovery drops or erases them.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -28,9 +33,8 @@ static void print_sb(const struct wcctl_image *img, const char *prefix)
 	       wcctl_size_str(s1, sizeof(s1), sb->n_blocks * (uint64_t)sb->block_size),
 	       wcctl_size_str(s2, sizeof(s2), sb->origin_size),
 	       sb->block_size ? sb->origin_size / sb->block_size : 0);
-	printf("%suuid %s, formatted %s, seq_count %" PRIu64 "\n", prefix,
-	       wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid),
-	       wcctl_time_str(when, sizeof(when), sb->format_time), sb->seq_count);
+	printf("%suuid %s, formatted %s\n", prefix, wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid),
+	       wcctl_time_str(when, sizeof(when), sb->format_time));
 	printf("%sentries at offset %" PRIu64 ", data at offset %" PRIu64 ", file %" PRIu64
 	       " bytes (%" PRIu64 " used)\n",
 	       prefix, img->layout.entries_offset, img->layout.data_offset, img->file_size,
@@ -43,9 +47,11 @@ static void check_usage(FILE *f)
 	        "usage: wcctl check CACHE [--max N]\n"
 	        "Offline consistency check of a cache image, without the origin; the file\n"
 	        "is only read.  Checks the superblock (magic, version, CRC32C, geometry,\n"
-	        "truncation), that every committed entry lies inside the origin, and that\n"
-	        "no two committed entries hold one origin block with one seq.\n"
-	        "Uncommitted entries are reported as info: recovery drops them.\n\n"
+	        "truncation), prints the commit point (the floor seq_count, both commit\n"
+	        "records, and which one counts), then checks that every committed entry\n"
+	        "lies inside the origin and that no two committed entries hold one origin\n"
+	        "block with one seq.  Uncommitted entries and torn or mismatching records\n"
+	        "are reported as info: recovery drops or erases them.\n\n"
 	        "  --max N   print at most N problems (default 100; 0 = all)\n"
 	        "  --help\n\n"
 	        "exit status: 0 clean, 1 damaged (or unreadable), 2 usage error\n");
@@ -118,6 +124,24 @@ int wcctl_check(int argc, char **argv)
 		wcctl_image_close(&img);
 		return WCCTL_FAIL;
 	}
+	wcctl_print_commit(&img, "  ");
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
+		const struct wc_pmem_record *r = &img.rec[i];
+		const struct wcctl_record_info *ri = &img.rinfo[i];
+
+		if (ri->state == WCCTL_REC_TORN)
+			problem(&printed, max, "info",
+			        "record %u (offset %" PRIu64 "): torn (CRC32C of bytes 0..23 or seq out "
+			        "of range): ignored, recovery erases it",
+			        i, wcctl_record_offset(i));
+		else if (ri->state == WCCTL_REC_MISMATCH)
+			problem(&printed, max, "info",
+			        "record %u (offset %" PRIu64 "): seq %" PRIu64 " claims %" PRIu64
+			        " entries of epoch %" PRIu64 ", the entries hold %" PRIu64 "%s: that "
+			        "commit did not happen, recovery erases the record",
+			        i, wcctl_record_offset(i), r->seq, r->count, r->seq - 1, ri->found,
+			        ri->found == r->count ? " with another digest" : "");
+	}
 	origin_blocks = img.sb.origin_size / img.sb.block_size;
 	for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
 		const struct wc_pmem_entry *pe = &img.entries[i];
@@ -139,10 +163,10 @@ int wcctl_check(int argc, char **argv)
 		else if (e->state == WCCTL_UNCOMMITTED)
 			problem(&printed, max, "info",
 			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
-			        " uncommitted (seq %" PRIu64 " >= seq_count %" PRIu64
+			        " uncommitted (seq %" PRIu64 " >= commit point %" PRIu64
 			        "): recovery drops it",
 			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq,
-			        img.sb.seq_count);
+			        img.cp.seq);
 	}
 	if (max && printed >= max)
 		printf("(more problems not printed: --max %" PRIu64 ")\n", max);
@@ -165,9 +189,10 @@ static void dump_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: wcctl dump CACHE [--all]\n"
-	        "List the metadata entries of a cache image (offline, read only): index,\n"
-	        "entry offset, origin block, seq, state, data offset, and for a superseded\n"
-	        "entry the entry that holds the newer version.\n\n"
+	        "List the metadata of a cache image (offline, read only): the floor, both\n"
+	        "commit records and the commit point, then per entry its index, entry\n"
+	        "offset, origin block, seq, state, data offset, and for a superseded entry\n"
+	        "the entry that holds the newer version.\n\n"
 	        "  --all    also list free entries\n"
 	        "  --help\n");
 }
@@ -206,6 +231,7 @@ int wcctl_dump(int argc, char **argv)
 		return WCCTL_FAIL;
 	}
 	print_sb(&img, "# ");
+	wcctl_print_commit(&img, "# ");
 	printf("# %" PRIu64 " committed, %" PRIu64 " superseded, %" PRIu64 " uncommitted, %" PRIu64
 	       " free, %" PRIu64 " damaged\n",
 	       img.n_committed, img.n_superseded, img.n_uncommitted, img.n_free,
