@@ -25,6 +25,7 @@
 #include "flush/flush.h"
 #include "format.h"
 #include "origin.h"
+#include "spinlock.h"
 #include "wcache.h"
 
 #define WC_SHARDS 64u        /* power of two; > threads on any box we target */
@@ -75,7 +76,7 @@ struct wc_shard_stats {
 };
 
 struct wc_shard {
-	pthread_mutex_t lock;
+	struct wc_spinlock lock;
 	uint32_t *buckets;
 	uint32_t bucket_mask;
 	struct wc_list lru;        /* current, dirty, not under write-back */
@@ -84,9 +85,6 @@ struct wc_shard {
 	struct wc_list superseded[2];
 	uint64_t current;          /* current entries (dirty blocks) */
 	struct wc_shard_stats st;
-	/* Writers inside epoch e (parity e & 1): the commit of e waits for its
-	 * parity to drain.  Own line: the hot path touches it per block. */
-	_Alignas(64) atomic_uint_fast64_t inflight[2];
 } __attribute__((aligned(64)));
 
 /* A stack of free block indices: a batch pops with one lock round and no
@@ -97,7 +95,7 @@ struct wc_logged {
 };
 
 struct wc_freelist {
-	pthread_mutex_t lock;
+	struct wc_spinlock lock;
 	uint32_t *stack;           /* room for every block whose index selects it */
 	uint64_t count;
 } __attribute__((aligned(64)));
@@ -245,9 +243,12 @@ void wc_wake_freelist_waiters(struct wc_cache *c);
 
 /* ---- commit.c ---- */
 int wc_commit(struct wc_cache *c, bool count_flush);
-/* Enter the current epoch (returns it); exit after publishing. */
-uint64_t wc_epoch_enter(struct wc_cache *c, struct wc_shard *s);
-void wc_epoch_exit(struct wc_cache *c, struct wc_shard *s, uint64_t epoch);
+/* The epoch new entries stamp: read under the shard lock that publishes
+ * them (commit.c, wait_epoch_quiet). */
+static inline uint64_t wc_epoch_current(struct wc_cache *c)
+{
+	return atomic_load_explicit(&c->epoch, memory_order_seq_cst);
+}
 /* Persistently invalidate entry idx (seq := WC_NONE, no fence). */
 void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
 /* Drop every version of `origin` with seq <= seq_limit that is not under

@@ -120,12 +120,12 @@ static bool take_neighbour(struct wc_cache *c, uint32_t *out, unsigned *n, uint6
 	uint32_t idx;
 	bool ok;
 
-	pthread_mutex_lock(&s->lock);
+	wc_spin_lock(&s->lock);
 	idx = wc_index_find(c, s, block);
 	ok = idx != WC_NIL && (c->e[idx].flags & WC_E_ON_LRU) && eligible(c, s, idx, PICK_ALL, 0);
 	if (ok)
 		take(c, s, out, n, idx);
-	pthread_mutex_unlock(&s->lock);
+	wc_spin_unlock(&s->lock);
 	return ok;
 }
 
@@ -171,15 +171,15 @@ static unsigned pick(struct wc_cache *c, struct wb_state *w, enum pick_mode mode
 
 				if (!__atomic_load_n(&s->lru.count, __ATOMIC_RELAXED))
 					break;
-				pthread_mutex_lock(&s->lock);
+				wc_spin_lock(&s->lock);
 				idx = s->lru.head;
 				if (idx == WC_NIL || !eligible(c, s, idx, mode, now)) {
-					pthread_mutex_unlock(&s->lock);
+					wc_spin_unlock(&s->lock);
 					break;
 				}
 				take(c, s, out, &n, idx);
 				seed = c->e[idx].origin;
-				pthread_mutex_unlock(&s->lock);
+				wc_spin_unlock(&s->lock);
 				extend_run(c, out, &n, want, seed);
 				progress = true;
 			}
@@ -343,9 +343,9 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 				wc_versions_drop(c, s, origin, seq, dead_emit, &d);
 				wc_unlock_for_drop(c, s);
 			} else {
-				pthread_mutex_lock(&s->lock);
+				wc_spin_lock(&s->lock);
 				requeue_failed(c, s, idx);
-				pthread_mutex_unlock(&s->lock);
+				wc_spin_unlock(&s->lock);
 			}
 		}
 	}
