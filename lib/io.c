@@ -120,6 +120,29 @@ static int write_around(struct wc_cache *c, const void *src, uint64_t block)
 	return ret;
 }
 
+/*
+ * A reader's copy may race with a writer that reuses the block meanwhile:
+ * the generation check below throws such a copy away, as a seqlock reader
+ * does.  ThreadSanitizer cannot know that, so its builds copy with a loop
+ * it does not watch.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define WC_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WC_TSAN 1
+#endif
+#endif
+#ifdef WC_TSAN
+__attribute__((no_sanitize("thread"))) static void copy_out(void *dst, const void *src, size_t n)
+{
+	for (size_t i = 0; i < n / 8; i++)
+		((uint64_t *)dst)[i] = ((const volatile uint64_t *)src)[i];
+}
+#else
+#define copy_out memcpy
+#endif
+
 /* Start the misses the publication would take: the new blocks' DRAM and
  * pmem entries and the group's bucket line.  The copy that follows (and the
  * drain of its non-temporal stores that the shard lock's locked instruction
@@ -132,6 +155,32 @@ static void prefetch_publish(struct wc_cache *c, struct wc_shard *s, uint64_t bl
 		__builtin_prefetch(&c->e[idx[i]], 1);
 		__builtin_prefetch(wc_pmem_entry(c->base, &c->layout, idx[i]), 1);
 	}
+#ifndef WC_TSAN
+	/* The version the first block supersedes and its age-list neighbours
+	 * (the unlink writes them), found with no lock: a hint, never
+	 * trusted, every index checked before use.  A group's versions were
+	 * mostly written together, so the first one's neighbours are the
+	 * others'. */
+	{
+		uint32_t i = __atomic_load_n(wc_bucket(s, block), __ATOMIC_RELAXED);
+
+		for (unsigned hops = 0; i < c->layout.n_blocks && hops < 4; hops++) {
+			const struct wc_entry *e = &c->e[i];
+
+			if (__atomic_load_n(&e->origin, __ATOMIC_RELAXED) == block) {
+				uint32_t prev = __atomic_load_n(&e->prev, __ATOMIC_RELAXED);
+				uint32_t next = __atomic_load_n(&e->next, __ATOMIC_RELAXED);
+
+				if (prev < c->layout.n_blocks)
+					__builtin_prefetch(&c->e[prev], 1);
+				if (next < c->layout.n_blocks)
+					__builtin_prefetch(&c->e[next], 1);
+				break;
+			}
+			i = __atomic_load_n(&e->hash_next, __ATOMIC_RELAXED);
+		}
+	}
+#endif
 }
 
 /* Publish n freshly copied blocks for origin blocks block..block+n-1 (one
@@ -225,8 +274,13 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 			if (got < 0)
 				return got;
 			prefetch_publish(c, s, block, idx, (unsigned)got);
-			for (int i = 0; i < got; i++)
-				wc_flush_copy(&c->fp, block_data(c, idx[i]), src + (size_t)i * bs, bs);
+			/* One engine call per run of adjacent cache blocks. */
+			for (int i = 0, j; i < got; i = j) {
+				for (j = i + 1; j < got && idx[j] == idx[j - 1] + 1; j++)
+					;
+				wc_flush_copy(&c->fp, block_data(c, idx[i]), src + (size_t)i * bs,
+				              (size_t)(j - i) * bs);
+			}
 			ret = publish(c, s, block, idx, (unsigned)got);
 		}
 		if (ret)
@@ -290,29 +344,6 @@ static int read_misses(struct wc_cache *c, char *dst, uint64_t block, uint64_t n
 	free(bounce);
 	return ret;
 }
-
-/*
- * A reader's copy may race with a writer that reuses the block meanwhile:
- * the generation check below throws such a copy away, as a seqlock reader
- * does.  ThreadSanitizer cannot know that, so its builds copy with a loop
- * it does not watch.
- */
-#if defined(__SANITIZE_THREAD__)
-#define WC_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define WC_TSAN 1
-#endif
-#endif
-#ifdef WC_TSAN
-__attribute__((no_sanitize("thread"))) static void copy_out(void *dst, const void *src, size_t n)
-{
-	for (size_t i = 0; i < n / 8; i++)
-		((uint64_t *)dst)[i] = ((const volatile uint64_t *)src)[i];
-}
-#else
-#define copy_out memcpy
-#endif
 
 /* Look `block` up and, on a hit, copy it to dst with no lock held.  Returns
  * true on a hit.  The copy is valid only if the block was not freed (and so
