@@ -56,9 +56,10 @@ struct wc_entry {
 	uint32_t hash_next;    /* shard hash chain */
 	uint32_t prev, next;   /* LRU / superseded / free list links */
 	uint32_t age_ms;       /* when written, ms since the cache opened */
-	/* Bumped when the block returns to a free list: a reader that copied
-	 * out of it with no lock re-reads gen to learn whether the block was
-	 * reused meanwhile.  Atomic accesses only. */
+	/* Odd from the block's free until its publication, even while it is
+	 * published: a reader that copied out of it with no lock re-reads gen
+	 * to learn whether the block was freed (and maybe reused) meanwhile.
+	 * Atomic accesses only. */
 	uint32_t gen;
 	uint16_t flags;
 	uint16_t pad;
@@ -85,6 +86,8 @@ struct wc_shard {
 	struct wc_list superseded[2];
 	uint64_t current;          /* current entries (dirty blocks) */
 	struct wc_shard_stats st;
+	/* Hits served with no lock (io.c read_block), counted apart. */
+	atomic_uint_fast64_t lockless_hits;
 } __attribute__((aligned(64)));
 
 /* A stack of free block indices: a batch pops with one lock round and no

@@ -19,8 +19,9 @@ int wc_get_stats(wc_cache *c, struct wc_stats *st)
 		struct wc_shard *s = &c->shards[i];
 
 		wc_spin_lock(&s->lock);
-		st->reads += s->st.reads;
-		st->read_hits += s->st.read_hits;
+		st->reads += s->st.reads + atomic_load_explicit(&s->lockless_hits, memory_order_relaxed);
+		st->read_hits += s->st.read_hits +
+		                 atomic_load_explicit(&s->lockless_hits, memory_order_relaxed);
 		st->writes += s->st.writes;
 		st->write_hits_uncommitted += s->st.write_hits_uncommitted;
 		st->write_hits_committed += s->st.write_hits_committed;
