@@ -193,7 +193,8 @@ static void push_locked(struct wc_cache *c, struct wc_freelist *p, uint32_t idx)
 	e->flags = 0;
 	/* Before the block can be handed out again: a reader that copied out
 	 * of it with no lock sees the change (io.c, read_block). */
-	__atomic_store_n(&e->gen, __atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->gen, (uint16_t)(__atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1),
+	                 __ATOMIC_RELEASE);
 	e->origin = WC_NONE;
 	e->seq = WC_NONE;
 	e->prev = e->next = WC_NIL;

@@ -49,22 +49,30 @@ enum {
 	WC_E_SUP1 = 1u << 7,       /* ... on list superseded[1] (else [0]) */
 };
 
-/* DRAM twin of one cache block: 40 bytes (dm-writecache spends 88). */
+/* DRAM twin of one cache block: 32 bytes, two to a line (dm-writecache
+ * spends 88).  Its age is its epoch's (wc_age_horizon). */
 struct wc_entry {
 	uint64_t origin;       /* origin block number */
 	uint64_t seq;          /* epoch it was written in */
 	uint32_t hash_next;    /* shard hash chain */
-	uint32_t prev, next;   /* LRU / superseded / free list links */
-	uint32_t age_ms;       /* when written, ms since the cache opened */
+	uint32_t prev, next;   /* age / superseded list links */
 	/* Odd from the block's free until its publication, even while it is
 	 * published: a reader that copied out of it with no lock re-reads gen
 	 * to learn whether the block was freed (and maybe reused) meanwhile.
-	 * Atomic accesses only. */
-	uint32_t gen;
+	 * 16 bits: a wrap would take 32,768 reuses of one block during one
+	 * block copy.  Atomic accesses only. */
+	uint16_t gen;
 	uint16_t flags;
-	uint16_t pad;
 };
-_Static_assert(sizeof(struct wc_entry) == 40, "DRAM entry stays small");
+_Static_assert(sizeof(struct wc_entry) == 32, "DRAM entry stays small");
+
+/* "Epoch `epoch` was committed at `ms`" (ms since the cache opened): a few
+ * hundred marks date every entry by its epoch, so entries carry no time. */
+struct wc_age_mark {
+	uint64_t epoch;
+	uint32_t ms;
+};
+#define WC_AGE_MARKS 256u
 
 struct wc_list {
 	uint32_t head, tail;   /* head = oldest */
@@ -94,7 +102,8 @@ struct wc_shard {
  * pointer chasing through the entries. */
 /* A block published in an epoch, and which life of it (gen). */
 struct wc_logged {
-	uint32_t idx, gen;
+	uint32_t idx;
+	uint16_t gen;
 };
 
 struct wc_freelist {
@@ -150,6 +159,9 @@ struct wc_cache {
 	uint64_t entry_log_cap;
 	uint64_t durable_floor;              /* sb->seq_count as last drained (commit_lock) */
 	atomic_uint_fast64_t first_dirty_ms; /* time of the oldest uncommitted write; 0 none */
+	struct wc_age_mark age_marks[WC_AGE_MARKS]; /* a ring, under commit_lock */
+	uint64_t age_marks_n;                /* marks ever made */
+	uint32_t age_mark_every_ms;          /* at most one mark per this */
 	uint64_t commits, flushes;           /* under commit_lock */
 	/* Superseded blocks invalidated by the last commit, free once a drain
 	 * made that durable (under commit_lock; the count is read lock-free). */
@@ -261,6 +273,11 @@ void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
 unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint64_t seq_limit,
                           void (*emit)(struct wc_cache *, uint32_t, void *), void *emit_arg);
 bool wc_autocommit_due(struct wc_cache *c);
+/* Start dating epochs: those below `epoch` count as committed now. */
+void wc_age_init(struct wc_cache *c, uint64_t epoch);
+/* Every entry with seq below the result was committed at least age_ms ago
+ * (within age_ms / 64). */
+uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms);
 /* Drain and free the blocks the last commit invalidated (see commit.c);
  * for callers that need every free block now. */
 void wc_release_freed(struct wc_cache *c);

@@ -344,6 +344,51 @@ void wc_commit_confirm_locked(struct wc_cache *c)
 		wc_flush_drain(&c->fp);
 }
 
+/* commit_lock held, after the commit of `epoch` at `now`. */
+static void age_mark(struct wc_cache *c, uint64_t epoch, uint32_t now)
+{
+	struct wc_age_mark *last = &c->age_marks[(c->age_marks_n - 1) % WC_AGE_MARKS];
+
+	if (c->age_marks_n && now - last->ms < c->age_mark_every_ms)
+		return;
+	c->age_marks[c->age_marks_n % WC_AGE_MARKS] = (struct wc_age_mark){ epoch, now };
+	c->age_marks_n++;
+}
+
+void wc_age_init(struct wc_cache *c, uint64_t epoch)
+{
+	/* 256 marks span at least 4 x max_age_ms, to within 1/64 of it. */
+	c->age_mark_every_ms = c->cfg.max_age_ms / 64 ? c->cfg.max_age_ms / 64 : 1;
+	c->age_marks_n = 0;
+	if (epoch) {
+		c->age_marks[0] = (struct wc_age_mark){ epoch - 1, 0 };
+		c->age_marks_n = 1;
+	}
+}
+
+uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms)
+{
+	uint32_t now = wc_now_ms(c);
+	uint64_t horizon = 0, n;
+
+	if (now < age_ms)
+		return 0;
+	pthread_mutex_lock(&c->commit_lock);
+	n = c->age_marks_n;
+	/* Newest first: the first mark old enough dates its epoch and every
+	 * epoch before it. */
+	for (uint64_t k = 0; k < n && k < WC_AGE_MARKS; k++) {
+		const struct wc_age_mark *m = &c->age_marks[(n - 1 - k) % WC_AGE_MARKS];
+
+		if (now - m->ms >= age_ms) {
+			horizon = m->epoch + 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->commit_lock);
+	return horizon;
+}
+
 int wc_commit(struct wc_cache *c, bool count_flush)
 {
 	uint64_t target = atomic_load(&c->epoch), e;
@@ -394,6 +439,7 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		c->durable_floor = e + 1;
 	}
 	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);
+	age_mark(c, e, wc_now_ms(c));
 	atomic_store_explicit(&c->uncommitted[e & 1], 0, memory_order_relaxed);
 	if (atomic_load(&c->uncommitted[(e + 1) & 1]) == 0)
 		atomic_store_explicit(&c->first_dirty_ms, 0, memory_order_relaxed);

@@ -188,7 +188,6 @@ static void prefetch_publish(struct wc_cache *c, struct wc_shard *s, uint64_t bl
 static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const uint32_t *idx,
                    unsigned n)
 {
-	uint32_t now = wc_now_ms(c);
 	uint64_t epoch, k;
 	unsigned allocated = 0;
 
@@ -207,10 +206,9 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 			allocated++;
 		e->origin = block + i;
 		e->seq = epoch;
-		e->age_ms = now;
 		e->flags = WC_E_CURRENT | WC_E_ON_LRU;
 		/* Even: published (read_block); before it is indexed. */
-		__atomic_store_n(&e->gen, __atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1,
+		__atomic_store_n(&e->gen, (uint16_t)(__atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1),
 		                 __ATOMIC_RELEASE);
 		store_entry(c, idx[i], block + i, epoch);
 		wc_index_insert(c, s, idx[i]);
@@ -237,7 +235,7 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 	}
 	wc_spin_unlock(&s->lock);
 	if (k == 0)
-		atomic_store(&c->first_dirty_ms, (uint64_t)now + 1);
+		atomic_store(&c->first_dirty_ms, (uint64_t)wc_now_ms(c) + 1);
 	if (k < c->cfg.autocommit_blocks && k + n >= c->cfg.autocommit_blocks)
 		return wc_commit(c, false);
 	return 0;
@@ -362,7 +360,8 @@ static int read_misses(struct wc_cache *c, char *dst, uint64_t block, uint64_t n
  */
 static bool read_hit_lockless(struct wc_cache *c, struct wc_shard *s, char *dst, uint64_t block)
 {
-	uint32_t idx = __atomic_load_n(wc_bucket(s, block), __ATOMIC_RELAXED), gen;
+	uint32_t idx = __atomic_load_n(wc_bucket(s, block), __ATOMIC_RELAXED);
+	uint16_t gen;
 	const struct wc_entry *e;
 	bool ours;
 
@@ -401,7 +400,8 @@ static bool read_block(struct wc_cache *c, char *dst, uint64_t block)
 		return true;
 #endif
 	for (;;) {
-		uint32_t idx, gen;
+		uint32_t idx;
+		uint16_t gen;
 
 		wc_spin_lock(&s->lock);
 		s->st.reads++;

@@ -82,14 +82,15 @@ bool wc_writeback_due(struct wc_cache *c)
 	       atomic_load(&c->cleaner);
 }
 
+/* horizon: in PICK_AGE, only entries with seq below it are old enough. */
 static bool eligible(struct wc_cache *c, struct wc_shard *s, uint32_t idx, enum pick_mode mode,
-                     uint32_t now)
+                     uint64_t horizon)
 {
 	struct wc_entry *e = &c->e[idx];
 
 	if (!wc_is_committed(c, e->seq))
 		return false;
-	if (mode == PICK_AGE && now - e->age_ms < c->cfg.max_age_ms)
+	if (mode == PICK_AGE && e->seq >= horizon)
 		return false;
 	return !wc_index_wb_busy(c, s, e->origin, idx);
 }
@@ -154,7 +155,7 @@ static void extend_run(struct wc_cache *c, uint32_t *out, unsigned *n, unsigned 
 static unsigned pick(struct wc_cache *c, struct wb_state *w, enum pick_mode mode, unsigned want,
                      uint32_t *out)
 {
-	uint32_t now = wc_now_ms(c);
+	uint64_t horizon = mode == PICK_AGE ? wc_age_horizon(c, c->cfg.max_age_ms) : 0;
 	unsigned n = 0;
 	bool progress = true;
 
@@ -173,7 +174,7 @@ static unsigned pick(struct wc_cache *c, struct wb_state *w, enum pick_mode mode
 					break;
 				wc_spin_lock(&s->lock);
 				idx = s->lru.head;
-				if (idx == WC_NIL || !eligible(c, s, idx, mode, now)) {
+				if (idx == WC_NIL || !eligible(c, s, idx, mode, horizon)) {
 					wc_spin_unlock(&s->lock);
 					break;
 				}
