@@ -288,6 +288,14 @@ damaged
 printf '\x01' | dd of="$D/bad" bs=1 seek=40 conv=notrunc status=none   # inside the uuid
 run 1 "check: superblock CRC mismatch" "CRC32C mismatch" -- "$W" check "$D/bad"
 run 1 "dump refuses a bad superblock" "CRC32C" -- "$W" dump "$D/bad"
+if [ $have_python = yes ]; then
+	run 1 "check --json: superblock CRC mismatch" -- "$W" check --json "$D/bad"
+	assert "check --json names the superblock error" \
+		test "$(json_path superblock ok) $(json_path result)" = "False damaged"
+else
+	skip "check --json: superblock CRC mismatch" "no python3"
+	skip "check --json names the superblock error" "no python3"
+fi
 run 1 "status refuses a bad superblock" "CRC32C" -- "$W" status "$D/bad" "$origin"
 
 damaged
@@ -355,6 +363,34 @@ else
 	skip "status --json: commit_at_open from record 0, valid" "no python3"
 	skip "status --json: after close the floor is 3 and covers record 0" "no python3"
 fi
+if [ $have_python = yes ]; then
+	rec_image
+	record "$D/rec" 0 3 2 "$dig2"
+	run 0 "check --json of the record image" -- "$W" check --json "$D/rec"
+	assert "check --json is valid JSON" json_ok
+	assert "check --json: commit point 3 from record 0, clean" \
+		test "$(json_path commit point) $(json_path commit source) $(json_path commit records 0 state) $(json_path result)" = "3 record 0 valid clean"
+	assert "check --json: 3 committed entries" test "$(json_path entries committed)" = 3
+	run 0 "dump --json of the record image" -- "$W" dump --json "$D/rec"
+	assert "dump --json is valid JSON" json_ok
+	assert "dump --json: entry 6 (epoch 2) committed, the floor 2" \
+		test "$(json_path entries 1 index) $(json_path entries 1 state) $(json_path commit floor)" = "6 committed 2"
+	record "$D/rec" 0 3 3 "$dig2"
+	run 0 "check --json of a mismatching record" -- "$W" check --json "$D/rec"
+	assert "check --json: the record is a mismatch, reported as info" \
+		test "$(json_path commit records 0 state) $(json_path commit records 0 found) $(json_path problems 0 kind)" = "mismatch 2 info"
+else
+	for t in "check --json of the record image" "check --json is valid JSON" \
+		"check --json: commit point 3 from record 0, clean" "check --json: 3 committed entries" \
+		"dump --json of the record image" "dump --json is valid JSON" \
+		"dump --json: entry 6 (epoch 2) committed, the floor 2" \
+		"check --json of a mismatching record" "check --json: the record is a mismatch, reported as info"; do
+		skip "$t" "no python3"
+	done
+fi
+rec_image
+record "$D/rec" 0 3 2 "$dig2"
+run 0 "status of the record image, again" "3 dirty blocks" -- "$W" status "$D/rec" "$origin"
 run 0 "check after recovery: floor 3, record 0 below it" \
 	"record 0 \(offset 320\): seq 3, count 2, intact, covered by the floor" -- "$W" check "$D/rec"
 assert "check after recovery: the 3 blocks are still committed" \
