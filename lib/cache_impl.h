@@ -168,6 +168,10 @@ struct wc_cache {
 	uint32_t *pending;
 	size_t pending_n, pending_cap;
 	atomic_uint_fast64_t pending_count;
+	/* Superseded versions that no entry of their epoch's log points to
+	 * (write-back's failed runs, an allocation failure): the next commit of
+	 * that parity looks at every shard. */
+	atomic_bool superseded_elsewhere[2];
 
 	/* write-back (writeback.c) */
 	pthread_mutex_t wb_lock;             /* one round at a time */
@@ -209,9 +213,13 @@ static inline uint64_t wc_group_hash(uint64_t origin_block)
 	 * shards, so two threads streaming nearby ranges rarely share a lock. */
 	return (origin_block >> WC_GROUP_SHIFT) * 0x9E3779B97F4A7C15ull;
 }
+static inline unsigned wc_shard_index(uint64_t origin_block)
+{
+	return (unsigned)(wc_group_hash(origin_block) >> 58 & (WC_SHARDS - 1));
+}
 static inline struct wc_shard *wc_shard_of(struct wc_cache *c, uint64_t origin_block)
 {
-	return &c->shards[wc_group_hash(origin_block) >> 58 & (WC_SHARDS - 1)];
+	return &c->shards[wc_shard_index(origin_block)];
 }
 /* The bucket of `origin` (the shard took the hash's top bits; a group's 16
  * buckets are adjacent). */

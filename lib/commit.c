@@ -222,19 +222,24 @@ static void release_pending(struct wc_cache *c)
  * FUA write would pay three memory round trips (data and entry, commit
  * record, invalidations) instead of two.  Until then they stay valid on
  * pmem, older than the committed newer version that recovery prefers. */
-static void free_superseded(struct wc_cache *c, unsigned par)
+static void free_superseded(struct wc_cache *c, unsigned par, uint64_t shards)
 {
+	if (atomic_exchange(&c->superseded_elsewhere[par], false))
+		shards = ~0ull;
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		struct wc_shard *s = &c->shards[i];
 		uint32_t idx, next;
 
-		if (!__atomic_load_n(&s->superseded[par].count, __ATOMIC_RELAXED))
+		if (!(shards >> i & 1) || !__atomic_load_n(&s->superseded[par].count, __ATOMIC_RELAXED))
 			continue;
 		wc_spin_lock(&s->lock);
 		for (idx = s->superseded[par].head; idx != WC_NIL; idx = next) {
 			next = c->e[idx].next;
-			if (pending_push(c, idx))
-				break; /* out of memory: the rest waits for a later commit */
+			if (pending_push(c, idx)) {
+				/* Out of memory: the rest waits for a later commit. */
+				atomic_store(&c->superseded_elsewhere[par], true);
+				break;
+			}
 			version_unlink(c, s, idx);
 		}
 		wc_spin_unlock(&s->lock);
@@ -272,7 +277,8 @@ void wc_release_freed(struct wc_cache *c)
  * the entries that still hold seq == e (one superseded within its own epoch
  * was invalidated at once).  False if the log overflowed: then not every
  * entry is known, and the commit falls back to the two-drain protocol. */
-static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_record *rec)
+static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_record *rec,
+                            uint64_t *shards)
 {
 	uint64_t n = atomic_load(&c->uncommitted[e & 1]);
 	bool complete = n <= c->entry_log_cap;
@@ -281,6 +287,7 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 		n = c->entry_log_cap;
 	rec->seq = e + 1;
 	rec->count = rec->digest = 0;
+	*shards = complete ? 0 : ~0ull;
 	for (uint64_t i = 0; i < n; i++) {
 		uint32_t idx = c->entry_log[e & 1][i].idx;
 		const struct wc_pmem_entry *pe = wc_pmem_entry(c->base, &c->layout, idx);
@@ -295,6 +302,9 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 			rec->count++;
 			rec->digest += wc_entry_digest(idx, pe->origin_block, e);
 		}
+		/* The versions epoch e superseded sit in the shards of its
+		 * own entries (same origin block). */
+		*shards |= 1ull << wc_shard_index(pe->origin_block);
 		wc_flush_range(&c->fp, pe, sizeof(*pe));
 	}
 	rec->crc = wc_record_crc(rec);
@@ -393,6 +403,7 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 {
 	uint64_t target = atomic_load(&c->epoch), e;
 	struct wc_pmem_record rec;
+	uint64_t shards;
 	int err, ret = 0;
 
 	pthread_mutex_lock(&c->commit_lock);
@@ -420,7 +431,7 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	atomic_store_explicit(&c->epoch, e + 1, memory_order_seq_cst);
 	wait_epoch_quiet(c);
 	invalidate_pending(c);                       /* the last commit's frees */
-	if (flush_entry_log(c, e, &rec)) {
+	if (flush_entry_log(c, e, &rec, &shards)) {
 		/* Invariant (9): the record proves itself; one drain makes
 		 * entries, record and invalidations durable together. */
 		struct wc_pmem_record *slot = wc_pmem_record(c->base, (unsigned)(e & 1));
@@ -444,7 +455,7 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	if (atomic_load(&c->uncommitted[(e + 1) & 1]) == 0)
 		atomic_store_explicit(&c->first_dirty_ms, 0, memory_order_relaxed);
 	c->commits++;
-	free_superseded(c, e & 1);
+	free_superseded(c, e & 1, shards);
 out:
 	pthread_mutex_unlock(&c->commit_lock);
 	return ret;

@@ -84,6 +84,9 @@ static void supersede(struct wc_cache *c, struct wc_shard *s, uint32_t old, uint
 	}
 	if (e->flags & WC_E_WB)
 		return; /* write-back completion frees it */
+	/* The commit after next stores its invalidation: fetch the line now,
+	 * so that commit does not wait for a read-for-ownership per block. */
+	__builtin_prefetch(wc_pmem_entry(c->base, &c->layout, old), 1);
 	e->flags |= WC_E_ON_SUPERSEDED | (par ? WC_E_SUP1 : 0);
 	wc_list_push_tail(c, &s->superseded[par], old);
 }

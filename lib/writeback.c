@@ -299,6 +299,7 @@ static void requeue_failed(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 
 		e->flags |= WC_E_ON_SUPERSEDED | (par ? WC_E_SUP1 : 0);
 		wc_list_push_tail(c, &s->superseded[par], idx);
+		atomic_store(&c->superseded_elsewhere[par], true);
 	}
 }
 
