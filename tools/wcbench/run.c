@@ -17,10 +17,9 @@
  * for them as SFENCE does (measured here: 4 KiB random writes 151 -> 244 ns,
  * the same as an SFENCE per write), so floor+lock is the ceiling of any
  * design that takes a lock, or any atomic read-modify-write, per write.
- * With --fua (a drain per write already) that phase becomes floor+commit:
- * after each write's drain an 8-byte record is stored, flushed and drained,
- * the least a FUA write costs in a cache that publishes through a commit
- * record.
+ * With --fua the floors drain after every write, as the cache's one-drain
+ * commit does, and floor+lock is the ceiling of a FUA write that publishes
+ * under a lock.
  *
  * Fairness: both phases take the same timestamps (one clock read per
  * operation, into a per-thread log-bucket histogram), generate offsets with
@@ -88,8 +87,7 @@ static void usage(FILE *f)
 	        "  --no-prefill       do not write the working set before measuring\n"
 	        "  --no-floor         skip the cost floor (and the locked floor)\n"
 	        "  --no-lock-floor    skip the floor + one mutex lock/unlock per write (the\n"
-	        "                     ceiling of any design that locks once per write; with\n"
-	        "                     --fua: + a commit record and a second drain per write)\n"
+	        "                     ceiling of any design that locks once per write)\n"
 	        "  --seed N           offset generator seed (default 1)\n"
 	        "  --check            exit 1 unless the performance targets this run can judge\n"
 	        "                     are met (docs/performance.md; 1 thread: 4 KiB randwrite\n"
@@ -522,7 +520,7 @@ static int measure_floors(struct run_ctx *x, struct run_config *cfg, unsigned r,
 	if (run_phase(x, PHASE_FLOOR, cfg->threads, r, cfg->last_ops, fr) != 0)
 		return -1;
 	if (run_has_lock_floor(x) &&
-	    run_phase(x, x->o.fua ? PHASE_FLOOR_COMMIT : PHASE_FLOOR_LOCK, cfg->threads, r,
+	    run_phase(x, PHASE_FLOOR_LOCK, cfg->threads, r,
 	              cfg->last_ops, lr))
 		return -1;
 	return 0;

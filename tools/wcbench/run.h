@@ -64,11 +64,7 @@ struct run_config {
  * write -- the ceiling of any design that takes a lock per write, since on
  * x86 a locked instruction waits for the thread's non-temporal stores like
  * a fence does. */
-/* PHASE_FLOOR_COMMIT (with --fua, in its place): the floor plus, after each
- * write's drain, an 8-byte commit record stored, flushed and drained -- the
- * ceiling of any cache whose FUA write publishes through a commit record
- * (DESIGN.md: drain, seq_count++, drain). */
-enum phase_kind { PHASE_CACHE, PHASE_FLOOR, PHASE_FLOOR_LOCK, PHASE_FLOOR_COMMIT };
+enum phase_kind { PHASE_CACHE, PHASE_FLOOR, PHASE_FLOOR_LOCK };
 
 struct run_phase_result {
 	uint64_t ops;

@@ -232,10 +232,6 @@ static void floor_loop(struct worker *w, struct opgen *g)
 	uint64_t flush_every = x->o.flush_every, since_flush = 0, i, off, t1, t;
 	double tick_ns = run_tick_ns();
 	bool fua = x->o.fua, lock = w->ph->kind == PHASE_FLOOR_LOCK;
-	/* PHASE_FLOOR_COMMIT: this thread's commit record, its own line at
-	 * the region's end (copies may land on it too: harmless). */
-	uint64_t *record = w->ph->kind == PHASE_FLOOR_COMMIT ?
-	                   (uint64_t *)(x->floor + x->floor_len - 64 * (w->id + 1)) : NULL;
 
 	w->t_start = now_ns();
 	t = ticks();
@@ -257,10 +253,6 @@ static void floor_loop(struct worker *w, struct opgen *g)
 			if (fua || pending >= batch ||
 			    (flush_every && ++since_flush == flush_every)) {
 				wc_flush_drain(fp);
-				if (record) {
-					wc_flush_store8(fp, record, i + 1);
-					wc_flush_drain(fp);
-				}
 				pending = 0;
 				since_flush = 0;
 			}

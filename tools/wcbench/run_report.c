@@ -99,7 +99,7 @@ void run_report_text(const struct run_ctx *x)
 	       "p99", "p99.9", "mean", "max");
 	for (unsigned k = 0; k < x->nconfigs; k++) {
 		const struct run_config *cfg = &x->configs[k];
-		const char *bound = o->fua ? "floor+commit" : "floor+lock";
+		const char *bound = "floor+lock";
 
 		row("cache", cfg->threads, cfg->cache_iops_med, o->bs, &cfg->cache_hist);
 		if (o->no_floor)
@@ -115,7 +115,7 @@ void run_report_text(const struct run_ctx *x)
 		row(bound, cfg->threads, cfg->lock_iops_med, o->bs, &cfg->lock_hist);
 		printf("%-7s cache/(%s) %.3f, (%s)/floor %.3f: the most %s can reach\n", "", bound,
 		       cfg->lock_ratio_med, bound, cfg->lock_iops_med / cfg->floor_iops_med,
-		       o->fua ? "a FUA write through a commit record" : "a design that locks once per write");
+		       o->fua ? "a FUA write that publishes under a lock" : "a design that locks once per write");
 	}
 	if (x->nconfigs == 2) {
 		printf("\nscaling 2 threads / 1 thread (median of per-round ratios): cache %.3f",
