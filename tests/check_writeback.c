@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * check_writeback.c -- write-back to the origin (issue 4): the origin alone
+ * check_writeback.c -- write-back to the origin: the origin alone
  * equals the model afterwards, under concurrent writers, in cleaner mode, by
  * age, with a host loop (no_threads), with capped and merged I/O; durable
  * before free; two versions never reordered.  Faults: check_writeback_faults.

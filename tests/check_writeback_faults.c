@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * check_writeback_faults.c -- write-back when the origin fails (issue 4):
+ * check_writeback_faults.c -- write-back when the origin fails:
  * failed, repeatedly failed and short origin writes, read errors on a miss,
  * failed origin flushes, and the sweep failing the Nth origin write (as
  * OCF's ErrorDevice) until N passes the writes the workload issues.

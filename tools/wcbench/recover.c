@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * recover.c -- `wcbench recover`: how long wc_open takes to recover a full
- * cache (issue 3: < 1 s for 1,000,000 blocks).
+ * cache (the target: < 1 s for 1,000,000 blocks, docs/performance.md).
  *
  * Method: format a cache of exactly --blocks blocks, write every block once
  * through the API (each write a new origin block, so every entry ends up
@@ -385,7 +385,7 @@ static void report(const struct recover_bench *b)
 	printf("\nmedian %.1f ms = %.2f M blocks/s; wc_close median %.1f ms; every block back, "
 	       "%u sampled reads match\n", b->open_med / 1e6,
 	       (double)b->blocks * 1e3 / b->open_med, b->close_med / 1e6, SAMPLE_READS);
-	printf("goal (issue 3): recovery of %llu blocks < 1 s: %s\n", (unsigned long long)b->blocks,
+	printf("target: recovery of %llu blocks < 1 s: %s\n", (unsigned long long)b->blocks,
 	       met ? "met" : "NOT met");
 }
 
