@@ -282,6 +282,7 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 {
 	uint64_t n = atomic_load(&c->uncommitted[e & 1]);
 	bool complete = n <= c->entry_log_cap;
+	const void *flushed = NULL; /* the line flushed last: a group's entries share lines */
 
 	if (!complete)
 		n = c->entry_log_cap;
@@ -305,7 +306,10 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 		/* The versions epoch e superseded sit in the shards of its
 		 * own entries (same origin block). */
 		*shards |= 1ull << wc_shard_index(pe->origin_block);
-		wc_flush_range(&c->fp, pe, sizeof(*pe));
+		if ((const void *)((uintptr_t)pe & ~(uintptr_t)63) != flushed) {
+			flushed = (const void *)((uintptr_t)pe & ~(uintptr_t)63);
+			wc_flush_range(&c->fp, flushed, 64);
+		}
 	}
 	rec->crc = wc_record_crc(rec);
 	return complete;
