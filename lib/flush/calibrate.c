@@ -141,9 +141,20 @@ int wc_calibrate_area(struct wc_calibration *out, const struct wc_cal_extent *ex
 	cur.src = src;
 	/* Touch every destination line once, untimed: the first write to a
 	 * page of a fresh mapping takes a page fault, which is not what either
-	 * strategy costs. */
-	for (size_t i = 0; i < next; i++)
+	 * strategy costs.  MADV_POPULATE_WRITE first maps the pages in one
+	 * call (it writes nothing; the page rounding may cover bytes outside
+	 * the extents, but only their page tables change): one trap per 4 KiB
+	 * page cost ~11 us in a KVM guest (90 ms for 32 MiB of a tmpfs file),
+	 * the one call ~5 us per page. */
+	for (size_t i = 0; i < next; i++) {
+#ifdef MADV_POPULATE_WRITE
+		uintptr_t a = (uintptr_t)ext[i].addr & ~(uintptr_t)4095;
+		uintptr_t e = ((uintptr_t)ext[i].addr + ext[i].len + 4095) & ~(uintptr_t)4095;
+
+		madvise((void *)a, e - a, MADV_POPULATE_WRITE); /* advice: errors ignored */
+#endif
 		nt->set(ext[i].addr, 0, ext[i].len);
+	}
 	drain();
 
 	out->npoints = n;
