@@ -458,7 +458,7 @@ struct policy_node {
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct policy_node *all_policies;
-static _Atomic(const struct wc_flush_policy *) current;
+_Atomic(const struct wc_flush_policy *) wc_flush_current __attribute__((visibility("hidden")));
 static int warned;
 
 /* Caller holds default_lock. */
@@ -509,17 +509,15 @@ static const struct wc_flush_policy *resolve_default(void)
 	return kept;
 }
 
-const struct wc_flush_policy *wc_flush_default(void)
+const struct wc_flush_policy *wc_flush_default_slow(void)
 {
-	const struct wc_flush_policy *p = atomic_load_explicit(&current, memory_order_acquire);
+	const struct wc_flush_policy *p;
 
-	if (__builtin_expect(p != NULL, 1))
-		return p;
 	pthread_mutex_lock(&default_lock);
-	p = atomic_load_explicit(&current, memory_order_relaxed);
+	p = atomic_load_explicit(&wc_flush_current, memory_order_relaxed);
 	if (!p) {
 		p = resolve_default();
-		atomic_store_explicit(&current, p, memory_order_release);
+		atomic_store_explicit(&wc_flush_current, p, memory_order_release);
 	}
 	pthread_mutex_unlock(&default_lock);
 	return p;
@@ -545,7 +543,7 @@ int wc_pmem_configure(const struct wc_pmem_config *cfg)
 	pthread_mutex_lock(&default_lock);
 	kept = keep(&p);
 	if (kept)
-		atomic_store_explicit(&current, kept, memory_order_release);
+		atomic_store_explicit(&wc_flush_current, kept, memory_order_release);
 	pthread_mutex_unlock(&default_lock);
 	if (!kept)
 		return wc_err(-ENOMEM, "wc_pmem_configure: out of memory for the policy");
@@ -565,7 +563,7 @@ int wc_pmem_info(struct wc_pmem_info *out)
 void wc_flush_default_reset(void)
 {
 	pthread_mutex_lock(&default_lock);
-	atomic_store_explicit(&current, NULL, memory_order_release);
+	atomic_store_explicit(&wc_flush_current, NULL, memory_order_release);
 	warned = 0;
 	wc_pmem_env_reset();
 	pthread_mutex_unlock(&default_lock);
