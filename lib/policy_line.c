@@ -86,7 +86,8 @@ static int free_extents(void *base, const struct wc_layout *l, struct wc_cal_ext
 }
 
 int wc_policy_measure(void *base, const struct wc_layout *l, unsigned features, int flush_insn,
-                      struct wc_calibration *cal, uint64_t *area)
+                      unsigned rounds, double budget_ms, struct wc_calibration *cal,
+                      uint64_t *area)
 {
 	struct wc_cal_extent *ext = NULL;
 	size_t n = 0;
@@ -101,12 +102,10 @@ int wc_policy_measure(void *base, const struct wc_layout *l, unsigned features, 
 		              "measurement needs", (unsigned long long)(*area >> 10),
 		              WC_POLICY_MIN_AREA >> 20);
 	}
-	/* 3 rounds of 128 KiB per size and strategy, sizes up to the block
-	 * size (the only copy size a cache makes): ~25 ms on a 1 GiB cache on
-	 * tmpfs, most of it mapping the area in; the budget stops a slow
-	 * medium after the first round that ends past 30 ms. */
-	ret = wc_calibrate_area(cal, ext, n, l->block_size, features, flush_insn, 3, 128u << 10,
-	                        30.0);
+	/* 128 KiB per size and strategy and round, sizes up to the block size
+	 * (the only copy size a cache makes). */
+	ret = wc_calibrate_area(cal, ext, n, l->block_size, features, flush_insn, rounds,
+	                        128u << 10, budget_ms);
 	free(ext);
 	return ret;
 }
@@ -263,7 +262,8 @@ void wc_policy_settle(struct wc_cache *c, bool created)
 		snprintf(why, sizeof(why), "recorded on another CPU or setup: %s",
 		         wc_policy_cpu_str(cpu, sizeof(cpu), &rec));
 
-	ret = wc_policy_measure(c->base, &c->layout, features, flush_insn, &cal, &area);
+	ret = wc_policy_measure(c->base, &c->layout, features, flush_insn, WC_POLICY_ROUNDS,
+	                        WC_POLICY_BUDGET_MS, &cal, &area);
 	if (ret) {
 		const char *engine = c->fp.info.reason;
 

@@ -34,12 +34,18 @@ void wc_policy_inputs(const struct wc_pmem_config *cfg, unsigned *features, int 
  * Measure NT against cached + flush on the free blocks of a mapped cache
  * image (entries whose durable seq is free; blocks holding any version of
  * any data, committed or not, are never written), up to WC_POLICY_AREA of
- * them, with copies of up to one block.  *area receives the bytes used.
+ * them, with copies of up to one block, `rounds` rounds at most and no new
+ * one after `budget_ms` (0 = no limit).  *area receives the bytes used.
  * 0, or -ENOSPC (fewer than WC_POLICY_MIN_AREA free bytes) or another
  * -errno, with a message; nothing is written on failure.
  */
 int wc_policy_measure(void *base, const struct wc_layout *l, unsigned features, int flush_insn,
-                      struct wc_calibration *cal, uint64_t *area);
+                      unsigned rounds, double budget_ms, struct wc_calibration *cal,
+                      uint64_t *area);
+/* What wc_create and wc_open use: at most 5 rounds, 20 ms of them.  With
+ * mapping the 16 MiB in first: ~25-45 ms on a 1 GiB cache on tmpfs. */
+#define WC_POLICY_ROUNDS 5u
+#define WC_POLICY_BUDGET_MS 20.0
 
 /* A complete record (CRC included) of `cal` on this CPU. */
 void wc_policy_fill(struct wc_pmem_policy *pl, const struct wc_calibration *cal,

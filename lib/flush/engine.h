@@ -240,9 +240,11 @@ struct wc_cal_extent {
  * copies into `ext[0..n)` (each copy inside one extent, the destination
  * moving forward so every copy writes cold lines), at the sizes up to
  * `max_size` that fit an extent, for `rounds` interleaved rounds of
- * `bytes_per_point` bytes per size and strategy, stopping early after
- * `budget_ms` (0 = no limit) once a round is complete.  Every byte of the
- * extents is overwritten; nothing outside them is touched.  0 or -errno.
+ * `bytes_per_point` bytes per size and strategy, stopping early once a
+ * round completes more than `budget_ms` (0 = no limit) after the first
+ * began (the untimed first touch of every extent comes before).  Every
+ * byte of the extents is overwritten; nothing outside them is written.
+ * 0 or -errno.
  */
 int wc_calibrate_area(struct wc_calibration *out, const struct wc_cal_extent *ext, size_t n,
                       size_t max_size, unsigned features, int flush_insn, unsigned rounds,
