@@ -198,7 +198,8 @@ static void add_column(struct bench *b, const char *name, enum col_kind kind, wc
 
 static void make_columns(struct bench *b)
 {
-	unsigned features = wc_cpu_get()->features;
+	/* The strategies the policy may choose from: WC_PMEM_NO_* hides some. */
+	unsigned features = wc_cpu_get()->features & ~wc_pmem_env_get()->cfg.disable;
 	const struct wc_strategy *s;
 
 	add_column(b, "policy", COL_POLICY, NULL, false);
