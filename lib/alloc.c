@@ -2,9 +2,10 @@
 /*
  * alloc.c -- free cache blocks.
  *
- * The free blocks are spread over WC_FREE_PARTS lists, each with its own lock;
- * a thread starts at "its" list and steals from the others when it is empty,
- * so two writers rarely touch the same lock or cache line.  A block enters a
+ * The free blocks are spread over WC_FREE_PARTS stacks, each with its own
+ * lock; a thread starts at "its" stack and steals from the others when it is
+ * empty, so two writers rarely touch the same lock or cache line.  A write
+ * takes all the blocks of a request's group in one lock round.  A block enters a
  * free list only after its pmem entry was invalidated AND drained: otherwise a
  * crash after reuse could pair the old entry with new data.
  */
@@ -17,14 +18,31 @@ static __thread unsigned thread_part = ~0u;
 
 int wc_freelist_init(struct wc_cache *c)
 {
+	/* Block idx goes to stack idx % WC_FREE_PARTS. */
+	uint64_t per = (c->layout.n_blocks + WC_FREE_PARTS - 1) / WC_FREE_PARTS;
+
+	c->free_table = wc_dram_table(per * WC_FREE_PARTS * sizeof(uint32_t));
+	if (!c->free_table)
+		return wc_err(-ENOMEM, "%s: free lists of %llu blocks", c->cache_path,
+		              (unsigned long long)c->layout.n_blocks);
+	c->dram_bytes += per * WC_FREE_PARTS * sizeof(uint32_t);
 	for (unsigned i = 0; i < WC_FREE_PARTS; i++) {
 		pthread_mutex_init(&c->free[i].lock, NULL);
-		c->free[i].head = WC_NIL;
+		c->free[i].stack = c->free_table + i * per;
 		c->free[i].count = 0;
 	}
 	pthread_mutex_init(&c->free_wait_lock, NULL);
 	pthread_cond_init(&c->free_cond, NULL);
 	return 0;
+}
+
+void wc_freelist_fini(struct wc_cache *c)
+{
+	uint64_t per = (c->layout.n_blocks + WC_FREE_PARTS - 1) / WC_FREE_PARTS;
+
+	if (c->free_table)
+		wc_dram_table_free(c->free_table, per * WC_FREE_PARTS * sizeof(uint32_t));
+	c->free_table = NULL;
 }
 
 uint64_t wc_free_count(struct wc_cache *c)
@@ -36,29 +54,28 @@ uint64_t wc_free_count(struct wc_cache *c)
 	return n;
 }
 
-static int64_t pop_any(struct wc_cache *c)
+/* Up to `want` blocks from the first list that has any, in one lock round. */
+static unsigned pop_some(struct wc_cache *c, uint32_t *out, unsigned want)
 {
 	if (thread_part == ~0u)
 		thread_part = atomic_fetch_add(&c->free_rr, 1);
 	for (unsigned k = 0; k < WC_FREE_PARTS; k++) {
 		struct wc_freelist *p = &c->free[(thread_part + k) % WC_FREE_PARTS];
-		uint32_t idx;
+		unsigned n = 0;
 
 		if (!__atomic_load_n(&p->count, __ATOMIC_RELAXED))
 			continue;
 		pthread_mutex_lock(&p->lock);
-		idx = p->head;
-		if (idx != WC_NIL) {
-			p->head = c->e[idx].next;
-			__atomic_store_n(&p->count, p->count - 1, __ATOMIC_RELAXED);
+		while (n < want && p->count > n) {
+			out[n] = p->stack[p->count - 1 - n];
+			n++;
 		}
+		__atomic_store_n(&p->count, p->count - n, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&p->lock);
-		if (idx != WC_NIL) {
-			c->e[idx].next = c->e[idx].prev = WC_NIL;
-			return idx;
-		}
+		if (n)
+			return n;
 	}
-	return -1;
+	return 0;
 }
 
 void wc_wake_freelist_waiters(struct wc_cache *c)
@@ -92,18 +109,18 @@ static void wait_for_free(struct wc_cache *c)
 	pthread_mutex_unlock(&c->free_wait_lock);
 }
 
-int64_t wc_alloc_block(struct wc_cache *c)
+int wc_alloc_blocks(struct wc_cache *c, uint32_t *out, unsigned want)
 {
 	bool counted = false;
 
 	for (;;) {
-		int64_t idx = pop_any(c);
+		unsigned n = pop_some(c, out, want);
 		int err;
 
-		if (idx >= 0) {
+		if (n) {
 			if (wc_writeback_due(c))
 				wc_writeback_kick(c);
-			return idx;
+			return (int)n;
 		}
 		err = wc_has_error(c);
 		if (err)
@@ -156,12 +173,13 @@ static void push_locked(struct wc_cache *c, struct wc_freelist *p, uint32_t idx)
 	struct wc_entry *e = &c->e[idx];
 
 	e->flags = 0;
-	e->pins = 0;
+	/* Before the block can be handed out again: a reader that copied out
+	 * of it with no lock sees the change (io.c, read_block). */
+	__atomic_store_n(&e->gen, __atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
 	e->origin = WC_NONE;
 	e->seq = WC_NONE;
-	e->prev = WC_NIL;
-	e->next = p->head;
-	p->head = idx;
+	e->prev = e->next = WC_NIL;
+	p->stack[p->count] = idx;
 	__atomic_store_n(&p->count, p->count + 1, __ATOMIC_RELAXED);
 }
 
@@ -176,7 +194,10 @@ void wc_free_batch(struct wc_cache *c, const uint32_t *idx, size_t n)
 		struct wc_freelist *fl = &c->free[p];
 		bool locked = false;
 
-		for (size_t i = 0; i < n; i++) {
+		/* Pushed last to first, so a batch pops in the order given
+		 * (recovery and write-back free in ascending order: the next
+		 * writes land on neighbouring blocks and entry lines). */
+		for (size_t i = n; i-- > 0;) {
 			if (idx[i] % WC_FREE_PARTS != p)
 				continue;
 			if (!locked) {

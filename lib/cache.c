@@ -86,6 +86,7 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 	if (c->e)
 		wc_index_fini(c);
 	wc_dram_table_free(c->e, c->layout.n_blocks * sizeof(*c->e));
+	wc_freelist_fini(c);
 	free(c->pending);
 	free(c->entry_log[0]);
 	free(c->entry_log[1]);
@@ -132,11 +133,11 @@ static int setup_blocks(struct wc_cache *c, uint64_t origin_size)
 	c->entry_log_cap = (uint64_t)c->cfg.autocommit_blocks * 4;
 	if (c->entry_log_cap > c->layout.n_blocks)
 		c->entry_log_cap = c->layout.n_blocks;
-	c->entry_log[0] = calloc(c->entry_log_cap, sizeof(uint32_t));
-	c->entry_log[1] = calloc(c->entry_log_cap, sizeof(uint32_t));
+	c->entry_log[0] = calloc(c->entry_log_cap, sizeof(struct wc_logged));
+	c->entry_log[1] = calloc(c->entry_log_cap, sizeof(struct wc_logged));
 	if (!c->entry_log[0] || !c->entry_log[1])
 		c->entry_log_cap = 0;
-	c->dram_bytes += 2 * c->entry_log_cap * sizeof(uint32_t);
+	c->dram_bytes += 2 * c->entry_log_cap * sizeof(struct wc_logged);
 	ret = wc_index_init(c);
 	if (!ret)
 		ret = wc_freelist_init(c);
@@ -299,8 +300,12 @@ int wc_close(wc_cache *c)
 	wc_writeback_stop(c);
 	ret = wc_commit(c, false);
 	/* The last commit's invalidations must be durable before the next
-	 * open treats those blocks as free (found by the crash sweep). */
-	wc_release_freed(c);
+	 * open treats those blocks as free (found by the crash sweep); the
+	 * floor moves up to the last commit, so the next open has no record
+	 * to check. */
+	pthread_mutex_lock(&c->commit_lock);
+	wc_commit_confirm_locked(c);
+	pthread_mutex_unlock(&c->commit_lock);
 	err = wc_has_error(c);
 	cache_free(c, true);
 	if (err)

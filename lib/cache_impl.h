@@ -5,7 +5,9 @@
  * Locking (no global lock on the I/O path):
  *  - shard->lock: the index chain, LRU and superseded lists, the state of
  *    every entry whose origin block hashes to the shard, and the shard's
- *    stats.  Never held across a data copy: copies pin the entry instead.
+ *    stats.  Never held across a data copy: a writer copies into a block
+ *    nobody else can see yet, a reader copies out with no lock and checks
+ *    the entry's generation afterwards (io.c).
  *  - freelist part->lock: one of WC_FREE_PARTS free lists.
  *  - c->commit_lock: one commit at a time (group commit: waiters share it).
  *  - c->wb_lock: one write-back round at a time.
@@ -26,6 +28,11 @@
 #include "wcache.h"
 
 #define WC_SHARDS 64u        /* power of two; > threads on any box we target */
+/* Origin blocks are hashed in aligned groups of 16: a group shares a shard
+ * (one lock round for a 64 KiB write of 4 KiB blocks) and one 64-byte line
+ * of buckets (one cache miss for its lookups). */
+#define WC_GROUP_SHIFT 4u
+#define WC_GROUP (1u << WC_GROUP_SHIFT)
 #define WC_FREE_PARTS 8u
 #define WC_NIL UINT32_MAX
 
@@ -35,7 +42,7 @@ enum {
 	WC_E_CURRENT = 1u << 1,    /* the version reads see */
 	WC_E_SUPERSEDED = 1u << 2, /* an older version, freed after the next commit */
 	WC_E_WB = 1u << 3,         /* being written back */
-	WC_E_WPIN = 1u << 4,       /* an in-place writer is copying into it */
+	WC_E_SPARE = 1u << 4,      /* unused on the I/O path (recovery's marker) */
 	WC_E_ON_LRU = 1u << 5,     /* on the shard's age list */
 	WC_E_ON_SUPERSEDED = 1u << 6,
 	WC_E_SUP1 = 1u << 7,       /* ... on list superseded[1] (else [0]) */
@@ -48,9 +55,12 @@ struct wc_entry {
 	uint32_t hash_next;    /* shard hash chain */
 	uint32_t prev, next;   /* LRU / superseded / free list links */
 	uint32_t age_ms;       /* when written, ms since the cache opened */
-	uint16_t pins;         /* readers copying out of the block */
+	/* Bumped when the block returns to a free list: a reader that copied
+	 * out of it with no lock re-reads gen to learn whether the block was
+	 * reused meanwhile.  Atomic accesses only. */
+	uint32_t gen;
 	uint16_t flags;
-	uint32_t pad;
+	uint16_t pad;
 };
 _Static_assert(sizeof(struct wc_entry) == 40, "DRAM entry stays small");
 
@@ -66,8 +76,6 @@ struct wc_shard_stats {
 
 struct wc_shard {
 	pthread_mutex_t lock;
-	pthread_cond_t unpinned;   /* a pin was released */
-	unsigned pin_waiters;
 	uint32_t *buckets;
 	uint32_t bucket_mask;
 	struct wc_list lru;        /* current, dirty, not under write-back */
@@ -81,9 +89,16 @@ struct wc_shard {
 	_Alignas(64) atomic_uint_fast64_t inflight[2];
 } __attribute__((aligned(64)));
 
+/* A stack of free block indices: a batch pops with one lock round and no
+ * pointer chasing through the entries. */
+/* A block published in an epoch, and which life of it (gen). */
+struct wc_logged {
+	uint32_t idx, gen;
+};
+
 struct wc_freelist {
 	pthread_mutex_t lock;
-	uint32_t head;
+	uint32_t *stack;           /* room for every block whose index selects it */
 	uint64_t count;
 } __attribute__((aligned(64)));
 
@@ -116,6 +131,7 @@ struct wc_cache {
 	size_t bucket_bytes;
 	struct wc_shard shards[WC_SHARDS];
 	struct wc_freelist free[WC_FREE_PARTS];
+	uint32_t *free_table;            /* the stacks' storage, n_blocks */
 	atomic_uint free_rr;
 	pthread_mutex_t free_wait_lock;
 	pthread_cond_t free_cond;
@@ -125,13 +141,14 @@ struct wc_cache {
 	/* commit state (commit.c) */
 	pthread_mutex_t commit_lock;
 	atomic_uint_fast64_t epoch;          /* seq given to new writes */
-	atomic_uint_fast64_t committed_seq;  /* == durable sb->seq_count */
+	atomic_uint_fast64_t committed_seq;  /* the commit point (record or floor) */
 	atomic_uint_fast64_t uncommitted[2]; /* blocks allocated per epoch parity */
 	/* Entries published in an epoch, flushed by its commit: a CLFLUSHOPT
 	 * on the write path makes the writer's next locked instruction wait
 	 * for the write-back (measured: ~90 ns per write on this EPYC). */
-	uint32_t *entry_log[2];
+	struct wc_logged *entry_log[2];
 	uint64_t entry_log_cap;
+	uint64_t durable_floor;              /* sb->seq_count as last drained (commit_lock) */
 	atomic_uint_fast64_t first_dirty_ms; /* time of the oldest uncommitted write; 0 none */
 	uint64_t commits, flushes;           /* under commit_lock */
 	/* Superseded blocks invalidated by the last commit, free once a drain
@@ -174,11 +191,24 @@ void *wc_dram_table(size_t bytes);
 void wc_dram_table_free(void *p, size_t bytes);
 
 /* ---- index.c ---- */
+static inline uint64_t wc_group_hash(uint64_t origin_block)
+{
+	/* Fibonacci hashing of the group: neighbouring groups spread over
+	 * shards, so two threads streaming nearby ranges rarely share a lock. */
+	return (origin_block >> WC_GROUP_SHIFT) * 0x9E3779B97F4A7C15ull;
+}
 static inline struct wc_shard *wc_shard_of(struct wc_cache *c, uint64_t origin_block)
 {
-	/* Fibonacci hashing: sequential blocks spread over shards, so two
-	 * threads streaming nearby ranges rarely share a lock. */
-	return &c->shards[(origin_block * 0x9E3779B97F4A7C15ull) >> 58 & (WC_SHARDS - 1)];
+	return &c->shards[wc_group_hash(origin_block) >> 58 & (WC_SHARDS - 1)];
+}
+/* The bucket of `origin` (the shard took the hash's top bits; a group's 16
+ * buckets are adjacent). */
+static inline uint32_t *wc_bucket(const struct wc_shard *s, uint64_t origin)
+{
+	uint32_t b = (uint32_t)(wc_group_hash(origin) >> 20) << WC_GROUP_SHIFT |
+	             (uint32_t)(origin & (WC_GROUP - 1));
+
+	return &s->buckets[b & s->bucket_mask];
 }
 int wc_index_init(struct wc_cache *c);
 void wc_index_fini(struct wc_cache *c);
@@ -196,21 +226,19 @@ void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t orig
 void wc_list_push_tail(struct wc_cache *c, struct wc_list *l, uint32_t idx);
 void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx);
 
-/* Sleep (shard lock held) until a pin of this shard is released; then look
- * the entry up again. */
-void wc_wait_unpin(struct wc_shard *s);
-void wc_unpin(struct wc_cache *c, struct wc_shard *s, uint32_t idx, bool writer);
 /* Take commit_lock and the shard lock to drop versions of `origin` outside a
- * commit: the pending invalidations are durable (invariant (8) of commit.c)
- * and no version is pinned.  Release with wc_unlock_for_drop. */
-void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin);
+ * commit, with the pending invalidations durable (invariant (8) of
+ * commit.c).  Release with wc_unlock_for_drop. */
+void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s);
 void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s);
 
 /* ---- alloc.c ---- */
 int wc_freelist_init(struct wc_cache *c);
-/* Pop a free block; waits for write-back when none is free.  Returns the
- * index or a negative errno (sticky error, or -EAGAIN in cleaner mode). */
-int64_t wc_alloc_block(struct wc_cache *c);
+void wc_freelist_fini(struct wc_cache *c);
+/* Pop between 1 and `want` free blocks into out[] in one lock round; waits
+ * for write-back when none is free.  Returns how many, or a negative errno
+ * (sticky error; -ENOSPC with no_threads and nothing to write back). */
+int wc_alloc_blocks(struct wc_cache *c, uint32_t *out, unsigned want);
 /* Give back blocks whose invalidation is already durable. */
 void wc_free_batch(struct wc_cache *c, const uint32_t *idx, size_t n);
 uint64_t wc_free_count(struct wc_cache *c);
@@ -224,7 +252,7 @@ void wc_epoch_exit(struct wc_cache *c, struct wc_shard *s, uint64_t epoch);
 /* Persistently invalidate entry idx (seq := WC_NONE, no fence). */
 void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
 /* Drop every version of `origin` with seq <= seq_limit that is not under
- * write-back (shard lock held, versions unpinned), oldest first and the
+ * write-back (shard lock held), oldest first and the
  * newest only once the others' invalidations are durable; emit() gets each
  * dropped index (to free after the caller's drain).  Returns how many. */
 unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint64_t seq_limit,
@@ -235,6 +263,10 @@ bool wc_autocommit_due(struct wc_cache *c);
 void wc_release_freed(struct wc_cache *c);
 /* The same with commit_lock held (invariant (8) of commit.c). */
 void wc_release_freed_locked(struct wc_cache *c);
+/* commit_lock held, before invalidating a committed entry outside a commit:
+ * make the floor seq_count cover the last commit (invariant (10)) and the
+ * pending invalidations durable. */
+void wc_commit_confirm_locked(struct wc_cache *c);
 
 static inline bool wc_is_committed(struct wc_cache *c, uint64_t seq)
 {

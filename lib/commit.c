@@ -6,57 +6,85 @@
  *
  * Definitions.
  *   epoch          the seq that new writes stamp into their entries (DRAM).
- *   seq_count      the 8-byte commit counter in the superblock (pmem).
- *   committed      an entry with seq < seq_count.  Recovery keeps, per origin
- *                  block, the committed entry with the highest seq; it drops
- *                  everything else (docs/FORMAT.md).
- *   commit point   the instant the store of seq_count = E+1 is persistent.
+ *   record         a commit record (format.h): {E+1, count, digest, crc} in
+ *                  slot E % 2 of the superblock, written by the commit of E.
+ *   seq_count      the superblock's durable floor: every epoch below it is
+ *                  committed, whatever the records say.
+ *   commit point   of an image: the floor, or the newest record's E+1 if its
+ *                  CRC holds and the entries with seq == E match its count
+ *                  and digest (wc_commit_point).  committed = seq below it.
+ *                  Recovery keeps, per origin block, the committed entry
+ *                  with the highest seq and drops everything else.
  *
  * Invariants.
- *   (1) A writer publishes its entry {origin, epoch} only after its data copy
- *       was issued, and both happen inside the epoch (wc_epoch_enter/exit).
- *   (2) The commit of epoch E first moves new writers to E+1, then waits until
- *       no writer is inside E, then drains: every data copy and entry of E is
- *       persistent before seq_count = E+1 is stored.  Hence no commit point
- *       exposes a block whose data is not all there (no torn block).
- *   (3) seq_count = E+1 is one aligned 8-byte store: the commit point is
- *       atomic, and all blocks of epoch E become valid together.
- *   (4) An entry is only overwritten in place while it is uncommitted and of
- *       the writer's own epoch; committed entries are immutable until freed.
- *   (5) A superseded or written-back entry is invalidated (seq := NONE) and
- *       that store drained BEFORE its block returns to a free list, so a
- *       reused block can never pair an old entry with new data.  Superseded
- *       blocks are invalidated with the next commit's data and freed after
- *       its first drain (invalidate_pending, release_pending), or by
- *       wc_release_freed() where a caller needs them sooner.
+ *   (1) A writer's data is persistent before its entry is stored: it copies
+ *       into a block nobody else can see, then its next locked instruction
+ *       (wc_epoch_enter, after wc_flush_order_before_lock) orders the copy
+ *       before the entry store under the shard lock.  Entry and epoch are
+ *       stamped inside the epoch (wc_epoch_enter/exit).
+ *   (2) The commit of E first moves new writers to E+1, then waits until no
+ *       writer is inside E: every entry of E is stored, and by (1) its data
+ *       is persistent.
+ *   (3) The commit point moves atomically: a record is one line whose CRC
+ *       and digest either match everything it claims or make it void, and
+ *       seq_count is one aligned 8-byte store.
+ *   (4) Committed entries are immutable until invalidated; a block is never
+ *       written twice in one life (every write takes a fresh block).
+ *   (5) An invalidation (seq := NONE) is drained BEFORE its block returns
+ *       to a free list, so a reused block never pairs an old entry with new
+ *       data.  Superseded blocks are invalidated with the next commit's
+ *       entries and freed after its drain (invalidate_pending,
+ *       release_pending), or by wc_release_freed() sooner.
+ *   (6) A commit with no block allocated in its epoch issues no fence.
  *   (7) Versions of one block are invalidated oldest first: an older
  *       version's invalidation is durable before a newer one's is issued,
  *       so no crash leaves an older version valid with the newer gone
  *       (wc_versions_drop; close, discard and write-back release the
  *       pending invalidations first).
- *   (6) A commit with no block allocated in its epoch issues no fence.
  *   (8) A version that a commit unlinked (free_superseded) is no longer on
  *       its chain, so wc_versions_drop cannot order it, and it stays valid
  *       on pmem until the next commit invalidates it.  Whoever invalidates a
  *       newer version of a block outside a commit (write-back's finish,
  *       discard, close) therefore holds commit_lock while it does, and
  *       first invalidates and drains the pending blocks itself
- *       (wc_lock_for_drop, wc_release_freed).  Without this, a crash could
- *       keep the unlinked older version valid with the newer one
- *       invalidated, resurrecting stale data.
+ *       (wc_lock_for_drop -> wc_commit_confirm_locked).  Without this, a
+ *       crash could keep the unlinked older version valid with the newer
+ *       one invalidated, resurrecting stale data.
+ *   (9) One drain per commit.  The commit of E flushes E's entries, the
+ *       pending invalidations and its record, then drains once.  A crash
+ *       before that drain completes leaves any subset durable: a record
+ *       without all of E's entries does not match (count, digest) and the
+ *       commit point stays at the other slot's record, which was durable
+ *       before this commit began.  The record's entry count is read back
+ *       from pmem, so a version superseded within its own epoch (already
+ *       invalidated) is not counted, and a block that a discard dropped and
+ *       a writer reused within one epoch counts once (its logged gen).
+ *  (10) Nothing invalidates an entry that the newest record counts until
+ *       seq_count covers that record: write-back and discard raise the
+ *       floor and drain first (wc_commit_confirm_locked), and the entries a
+ *       commit's pending invalidations hit are older than the record's
+ *       epoch or were never counted.  Otherwise the record would stop
+ *       matching and a crash would roll back an acknowledged commit.
+ *       Recovery makes its commit point durable (floor up, records above it
+ *       erased) before it invalidates anything.
  *
- * Why a writer need not fence (x86).  Writers on other CPUs leave the epoch
- * with a LOCK-prefixed decrement.  A locked instruction evicts the CPU's
- * write-combining buffers (non-temporal stores) and is ordered after its
- * earlier CLFLUSHOPT/CLWB (Intel SDM vol. 2, CLFLUSHOPT; vol. 3 §11.3.1), and
- * the committer observes the decrement before its own SFENCE and seq store.
- * dm-writecache leans on the same fact ("wc_unlock serves as a memory
- * barrier").  Elsewhere each writer drains before leaving (see epoch_exit).
+ * The power-failure simulator checks (1), (9) and (10) by mutation: without
+ * the ordering of (1), the digest check of (9) or the floor of (10), the
+ * sweep finds violations (tests/crash-regressions).
+ *
+ * Why a writer need not fence (x86).  A locked instruction evicts the CPU's
+ * write-combining buffers (non-temporal stores) and waits for its earlier
+ * CLFLUSHOPT/CLWB (Intel SDM vol. 2, CLFLUSHOPT; vol. 3 11.3.1; AMD APM
+ * vol. 2 7.4.2); the writer's first locked instruction after its copy comes
+ * before its entry store, and the committer observes the writer's epoch
+ * exit before it flushes the entries.  dm-writecache leans on the same fact
+ * ("wc_unlock serves as a memory barrier").  Elsewhere the writer drains
+ * (wc_flush_order_before_lock, wc_epoch_exit).
  *
  * Transitions -> function:
- *   free -> uncommitted          io.c publish_new (wc_epoch_enter .. exit)
+ *   free -> uncommitted          io.c publish (wc_epoch_enter .. exit)
  *   uncommitted -> committed     wc_commit
- *   committed -> superseded      io.c publish_new (a newer version)
+ *   committed -> superseded      io.c publish (a newer version)
  *   superseded -> pending        free_superseded (after the commit point)
  *   pending -> free              invalidate_pending, the next drain,
  *                                release_pending (next commit or
@@ -65,7 +93,9 @@
  *   any -> free                  io.c wc_discard (invalidate, drain, free)
  */
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cache_impl.h"
 #include "error.h"
@@ -116,7 +146,7 @@ static void version_unlink(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 	e->flags &= ~(WC_E_ON_LRU | WC_E_ON_SUPERSEDED | WC_E_SUP1 | WC_E_CURRENT);
 }
 
-/* Unlink a version (shard lock held, unpinned) and invalidate it; the
+/* Unlink a version (shard lock held) and invalidate it; the
  * caller drains before freeing it. */
 static void version_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
@@ -213,9 +243,7 @@ static void release_pending(struct wc_cache *c)
  * here would make this commit's last unlock wait for their write-back: a
  * FUA write would pay three memory round trips (data and entry, commit
  * record, invalidations) instead of two.  Until then they stay valid on
- * pmem, older than the committed newer version that recovery prefers.
- * Pinned ones (a reader still copying) wait for the next commit of the
- * same parity. */
+ * pmem, older than the committed newer version that recovery prefers. */
 static void free_superseded(struct wc_cache *c, unsigned par)
 {
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
@@ -227,8 +255,6 @@ static void free_superseded(struct wc_cache *c, unsigned par)
 		pthread_mutex_lock(&s->lock);
 		for (idx = s->superseded[par].head; idx != WC_NIL; idx = next) {
 			next = c->e[idx].next;
-			if (c->e[idx].pins || (c->e[idx].flags & WC_E_WPIN))
-				continue;
 			if (pending_push(c, idx))
 				break; /* out of memory: the rest waits for a later commit */
 			version_unlink(c, s, idx);
@@ -264,16 +290,35 @@ void wc_release_freed(struct wc_cache *c)
 	pthread_mutex_unlock(&c->commit_lock);
 }
 
-/* Start write-back of the entries epoch e published (see entry_log). */
-static void flush_entry_log(struct wc_cache *c, uint64_t e)
+/* Start write-back of the entries epoch e published and add up its record:
+ * the entries that still hold seq == e (one superseded within its own epoch
+ * was invalidated at once).  False if the log overflowed: then not every
+ * entry is known, and the commit falls back to the two-drain protocol. */
+static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_record *rec)
 {
 	uint64_t n = atomic_load(&c->uncommitted[e & 1]);
+	bool complete = n <= c->entry_log_cap;
 
-	if (n > c->entry_log_cap)
+	if (!complete)
 		n = c->entry_log_cap;
-	for (uint64_t i = 0; i < n; i++)
-		wc_flush_range(&c->fp, wc_pmem_entry(c->base, &c->layout, c->entry_log[e & 1][i]),
-		               sizeof(struct wc_pmem_entry));
+	rec->seq = e + 1;
+	rec->count = rec->digest = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t idx = c->entry_log[e & 1][i].idx;
+		const struct wc_pmem_entry *pe = wc_pmem_entry(c->base, &c->layout, idx);
+
+		/* A block a discard dropped (and freed) within its epoch may
+		 * be logged twice; only its current life counts. */
+		if (__atomic_load_n(&c->e[idx].gen, __ATOMIC_RELAXED) != c->entry_log[e & 1][i].gen)
+			continue;
+		wc_flush_range(&c->fp, pe, sizeof(*pe));
+		if (pe->seq == e) {
+			rec->count++;
+			rec->digest += wc_entry_digest(idx, pe->origin_block, e);
+		}
+	}
+	rec->crc = wc_record_crc(rec);
+	return complete;
 }
 
 static void wait_epoch_quiet(struct wc_cache *c, uint64_t e)
@@ -282,17 +327,40 @@ static void wait_epoch_quiet(struct wc_cache *c, uint64_t e)
 		unsigned spins = 0;
 
 		while (atomic_load(&c->shards[i].inflight[e & 1])) {
-			/* Writers hold an epoch for one block copy (~1 us at 4 KiB). */
+			/* Writers hold an epoch for one publication (no copy). */
 			if (++spins > 64)
 				sched_yield();
 		}
 	}
 }
 
+/* commit_lock held: raise the durable floor seq_count to the last commit
+ * (its own store, not yet drained; returns whether it stored). */
+static bool floor_raise(struct wc_cache *c)
+{
+	uint64_t committed = atomic_load(&c->committed_seq);
+
+	if (c->durable_floor >= committed)
+		return false;
+	wc_flush_store8(&c->fp, &wc_sb(c->base)->seq_count, committed);
+	c->durable_floor = committed;
+	return true;
+}
+
+void wc_commit_confirm_locked(struct wc_cache *c)
+{
+	bool stored = floor_raise(c);
+
+	if (c->pending_n)
+		wc_release_freed_locked(c); /* drains the floor too */
+	else if (stored)
+		wc_flush_drain(&c->fp);
+}
+
 int wc_commit(struct wc_cache *c, bool count_flush)
 {
 	uint64_t target = atomic_load(&c->epoch), e;
-	struct wc_pmem_sb *sb = wc_sb(c->base);
+	struct wc_pmem_record rec;
 	int err, ret = 0;
 
 	pthread_mutex_lock(&c->commit_lock);
@@ -319,12 +387,25 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	}
 	atomic_store(&c->epoch, e + 1);
 	wait_epoch_quiet(c, e);
-	flush_entry_log(c, e);
 	invalidate_pending(c);                       /* the last commit's frees */
-	wc_flush_drain(&c->fp);                      /* data + entries of e, invalidations */
-	release_pending(c);
-	wc_flush_store8(&c->fp, &sb->seq_count, e + 1);
-	wc_flush_drain(&c->fp);                      /* the commit point */
+	if (flush_entry_log(c, e, &rec)) {
+		/* Invariant (9): the record proves itself; one drain makes
+		 * entries, record and invalidations durable together. */
+		struct wc_pmem_record *slot = wc_pmem_record(c->base, (unsigned)(e & 1));
+
+		memcpy(slot, &rec, offsetof(struct wc_pmem_record, pad));
+		wc_flush_range(&c->fp, slot, offsetof(struct wc_pmem_record, pad));
+		wc_flush_drain(&c->fp);              /* the commit point */
+		release_pending(c);
+	} else {
+		/* Not every entry is listed: drain them first, then move the
+		 * floor (invariant (3)), as version 1 committed every epoch. */
+		wc_flush_drain(&c->fp);              /* the writers flushed the unlisted */
+		release_pending(c);
+		wc_flush_store8(&c->fp, &wc_sb(c->base)->seq_count, e + 1);
+		wc_flush_drain(&c->fp);              /* the commit point */
+		c->durable_floor = e + 1;
+	}
 	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);
 	atomic_store_explicit(&c->uncommitted[e & 1], 0, memory_order_relaxed);
 	if (atomic_load(&c->uncommitted[(e + 1) & 1]) == 0)

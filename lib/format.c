@@ -100,6 +100,60 @@ int wc_policy_check(const struct wc_pmem_policy *pl)
 	return 0;
 }
 
+uint32_t wc_record_crc(const struct wc_pmem_record *r)
+{
+	return wc_crc32c(0, r, offsetof(struct wc_pmem_record, crc));
+}
+
+bool wc_record_intact(const struct wc_pmem_record *r)
+{
+	return r->seq > 0 && r->seq < WC_SEQ_MAX && r->count <= UINT32_MAX &&
+	       wc_record_crc(r) == r->crc;
+}
+
+void wc_commit_point(const struct wc_pmem_sb *sb, const struct wc_pmem_record *slots,
+                     const struct wc_pmem_entry *entries, uint64_t n_blocks,
+                     struct wc_commit_point *out)
+{
+	const struct wc_pmem_record *top = NULL, *other = NULL;
+	uint64_t epoch, count = 0, digest = 0;
+
+	out->floor = out->seq = sb->seq_count;
+	out->top_seq = out->top_count = out->found_count = 0;
+	out->top_valid = false;
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
+		const struct wc_pmem_record *r = &slots[i];
+
+		if (!wc_record_intact(r))
+			continue;
+		if (!top || r->seq > top->seq) {
+			other = top;
+			top = r;
+		} else {
+			other = r;
+		}
+	}
+	if (!top)
+		return;
+	out->top_seq = top->seq;
+	out->top_count = top->count;
+	if (top->seq <= out->floor)
+		return; /* the floor already covers it */
+	epoch = top->seq - 1;
+	for (uint64_t i = 0; i < n_blocks; i++) {
+		if (entries[i].seq != epoch)
+			continue;
+		count++;
+		digest += wc_entry_digest(i, entries[i].origin_block, epoch);
+	}
+	out->found_count = count;
+	out->top_valid = count == top->count && digest == top->digest;
+	if (out->top_valid)
+		out->seq = top->seq;
+	else if (other && other->seq > out->seq)
+		out->seq = other->seq;
+}
+
 int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *path,
                    struct wc_layout *l)
 {
@@ -113,6 +167,11 @@ int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *
 	if (magic != WC_MAGIC)
 		return wc_err(-EILSEQ, "%s: bad magic 0x%016llx at offset 0 (expected 0x%016llx): not a libwcache cache",
 		              path, (unsigned long long)magic, (unsigned long long)WC_MAGIC);
+	if (sb->version == 1)
+		return wc_err(-EPROTO, "%s: format version 1 at offset 8 (an earlier libwcache, committed with "
+		                       "seq_count alone); this library reads version %u: drain it with that "
+		                       "library's 'wcctl writeback', then re-create it with 'wcctl create'",
+		              path, WC_FORMAT_VERSION);
 	if (sb->version != WC_FORMAT_VERSION)
 		return wc_err(-EPROTO, "%s: format version %u at offset 8, this library reads version %u",
 		              path, sb->version, WC_FORMAT_VERSION);

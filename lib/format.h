@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * format.h -- the on-pmem layout (version 1).  The only code that knows
+ * format.h -- the on-pmem layout (version 2).  The only code that knows
  * offsets; docs/FORMAT.md describes the same bytes for tools and people.
  *
- *   offset 0                 superblock (4 KiB region; the flush policy
- *                            line at 512)
+ *   offset 0                 superblock (4 KiB region): static fields,
+ *                            seq_count (256), two commit records (320, 384),
+ *                            the flush policy line (512)
  *   offset 4096              entries: n_blocks x struct wc_pmem_entry (16 B)
  *   offset data_offset       data: n_blocks x block_size, block-size aligned
  *
@@ -13,6 +14,7 @@
 #ifndef WC_FORMAT_H
 #define WC_FORMAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -20,9 +22,11 @@
 #endif
 
 #define WC_MAGIC 0x3130454843414357ull /* "WCACHE01" read as bytes */
-#define WC_FORMAT_VERSION 1u
+#define WC_FORMAT_VERSION 2u
 #define WC_SB_REGION 4096u             /* superblock region; entries follow */
 #define WC_SEQ_OFFSET 256u             /* seq_count sits alone in its cache line */
+#define WC_RECORD_OFFSET 320u          /* commit record slots, one line each */
+#define WC_RECORD_SLOTS 2u
 #define WC_NONE UINT64_MAX             /* entry field value: free / invalidated */
 /* The commit counter's ceiling: a commit every nanosecond takes 292 years to
  * reach it, and every seq below it stays distinct from WC_NONE. */
@@ -48,9 +52,31 @@ struct wc_pmem_sb {
 	uint32_t crc;            /* 88 CRC32C of bytes 8..87 */
 	uint32_t pad0;           /* 92 */
 	uint8_t reserved[WC_SEQ_OFFSET - 96];
-	/* The commit counter: one aligned 8-byte store moves the cache from one
-	 * commit point to the next, so it is never covered by the CRC. */
+	/* The durable floor of the commit counter: every epoch below it is
+	 * committed, whatever the records say.  One aligned 8-byte store,
+	 * written with a drain of its own (recovery, close, before write-back
+	 * or discard invalidates a committed entry, a commit whose entries
+	 * could not all be listed), so it is never covered by the CRC. */
 	uint64_t seq_count;      /* 256 */
+	uint8_t pad1[WC_RECORD_OFFSET - 264];
+};
+
+/*
+ * A commit record (one 64-byte line; two slots, commit of epoch E writes
+ * slot E % 2).  Written together with epoch E's entries and drained ONCE:
+ * it proves itself, so no second fence is needed.  It says "epoch E is
+ * committed" (seq = E + 1) only if its CRC holds AND the entries that hold
+ * seq == E number `count` and their digests add up to `digest`; a torn or
+ * mismatching record means the commit did not happen.  The other slot holds
+ * the previous commit's record, durable before this one was started.
+ */
+struct wc_pmem_record {
+	uint64_t seq;            /*  0 E + 1 */
+	uint64_t count;          /*  8 entries with seq == E */
+	uint64_t digest;         /* 16 sum of wc_entry_digest() over them */
+	uint32_t crc;            /* 24 CRC32C of bytes 0..23 */
+	uint32_t pad;            /* 28 */
+	uint8_t reserved[32];
 };
 
 #define WC_SB_CRC_START 8u
@@ -64,6 +90,8 @@ struct wc_pmem_entry {
 };
 
 _Static_assert(sizeof(struct wc_pmem_entry) == 16, "entry is 16 bytes");
+_Static_assert(sizeof(struct wc_pmem_record) == 64, "a record is one line");
+_Static_assert(sizeof(struct wc_pmem_sb) == WC_RECORD_OFFSET, "records follow seq_count's line");
 _Static_assert(__builtin_offsetof(struct wc_pmem_sb, crc) == WC_SB_CRC_END, "crc offset");
 _Static_assert(__builtin_offsetof(struct wc_pmem_sb, seq_count) == WC_SEQ_OFFSET, "seq offset");
 _Static_assert(sizeof(struct wc_pmem_sb) <= WC_SB_REGION, "superblock fits its region");
@@ -108,7 +136,9 @@ struct wc_pmem_policy {
 _Static_assert(sizeof(struct wc_pmem_policy) == 64, "the policy is one cache line");
 _Static_assert(__builtin_offsetof(struct wc_pmem_policy, crc) == WC_POLICY_CRC_END, "crc");
 _Static_assert(WC_POLICY_OFFSET % 64 == 0 && WC_POLICY_OFFSET >= WC_SB_CRC_END &&
-               WC_POLICY_OFFSET >= WC_SEQ_OFFSET + 64 && WC_POLICY_OFFSET + 64 <= WC_SB_REGION,
+               WC_POLICY_OFFSET >= WC_SEQ_OFFSET + 64 &&
+               WC_POLICY_OFFSET >= WC_RECORD_OFFSET + WC_RECORD_SLOTS * 64 &&
+               WC_POLICY_OFFSET + 64 <= WC_SB_REGION,
                "the policy line shares no line with the other superblock fields");
 
 uint32_t wc_policy_crc(const struct wc_pmem_policy *pl);
@@ -151,6 +181,51 @@ static inline struct wc_pmem_sb *wc_sb(void *base)
 {
 	return (struct wc_pmem_sb *)base;
 }
+
+static inline struct wc_pmem_record *wc_pmem_record(void *base, unsigned slot)
+{
+	return (struct wc_pmem_record *)((char *)base + WC_RECORD_OFFSET) + slot;
+}
+
+/* An entry's contribution to a record's digest.  The digest is a sum, so a
+ * commit adds its entries in the order it logged them and recovery in index
+ * order; a missing, extra or torn entry changes it (a 64-bit mix of index,
+ * origin block and seq). */
+static inline uint64_t wc_entry_digest(uint64_t idx, uint64_t origin, uint64_t seq)
+{
+	uint64_t h = origin ^ (idx * 0x9E3779B97F4A7C15ull) ^ (seq * 0xC2B2AE3D27D4EB4Full);
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+uint32_t wc_record_crc(const struct wc_pmem_record *r);
+/* Is the record's line whole (CRC) and its seq in range? */
+bool wc_record_intact(const struct wc_pmem_record *r);
+
+/* Where the commit point of an image is, and why (wc_commit_point). */
+struct wc_commit_point {
+	uint64_t seq;            /* epochs below it are committed */
+	uint64_t floor;          /* the superblock's seq_count */
+	uint64_t top_seq;        /* the newest intact record's seq, 0 if none */
+	uint64_t top_count, found_count; /* what it claims, what the entries hold */
+	bool top_valid;          /* the newest intact record matched its entries */
+};
+
+/*
+ * The commit point of a validated superblock and its entries (pure: reads
+ * only).  seq = the newest intact record's seq if its entries match it,
+ * else the other slot's seq (durable before the newest was started), and
+ * never below the floor seq_count.  One pass over the entries, only when
+ * the newest record is above the floor.
+ */
+void wc_commit_point(const struct wc_pmem_sb *sb, const struct wc_pmem_record *slots,
+                     const struct wc_pmem_entry *entries, uint64_t n_blocks,
+                     struct wc_commit_point *out);
 
 static inline struct wc_pmem_entry *wc_pmem_entry(void *base, const struct wc_layout *l,
                                                   uint64_t idx)

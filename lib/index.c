@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * index.c -- the sharded map origin block -> cache block, the per-shard
- * lists, and pins.
+ * index.c -- the sharded map origin block -> cache block, and the per-shard
+ * lists.
  *
  * Each shard is a chained hash table of 32-bit entry indices.  Older versions
  * of a block stay on the chain (flagged SUPERSEDED) until a commit frees them,
@@ -14,21 +14,15 @@
 #include "cache_impl.h"
 #include "error.h"
 
-static uint32_t bucket_of(const struct wc_shard *s, uint64_t origin)
-{
-	/* The shard took the top bits of the hash; buckets use the low ones. */
-	return (uint32_t)((origin * 0x9E3779B97F4A7C15ull) >> 20) & s->bucket_mask;
-}
-
 int wc_index_init(struct wc_cache *c)
 {
-	uint64_t per = c->layout.n_blocks / WC_SHARDS + 1, nb = 1;
+	uint64_t per = c->layout.n_blocks / WC_SHARDS + 1, nb = WC_GROUP;
 
 	while (nb < per)
 		nb <<= 1;
 	/* One table for all shards, on huge pages (dram.c). */
 	c->bucket_bytes = WC_SHARDS * nb * sizeof(uint32_t);
-	c->bucket_table = wc_dram_table(c->bucket_bytes);
+	c->bucket_table = wc_dram_table(c->bucket_bytes); /* page-aligned: a group's buckets share a line */
 	if (!c->bucket_table)
 		return wc_err(-ENOMEM, "%s: index of %llu buckets", c->cache_path,
 		              (unsigned long long)nb * WC_SHARDS);
@@ -37,7 +31,6 @@ int wc_index_init(struct wc_cache *c)
 		struct wc_shard *s = &c->shards[i];
 
 		pthread_mutex_init(&s->lock, NULL);
-		pthread_cond_init(&s->unpinned, NULL);
 		s->buckets = c->bucket_table + i * nb;
 		s->bucket_mask = (uint32_t)(nb - 1);
 		s->lru.head = s->lru.tail = WC_NIL;
@@ -55,13 +48,12 @@ void wc_index_fini(struct wc_cache *c)
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		c->shards[i].buckets = NULL;
 		pthread_mutex_destroy(&c->shards[i].lock);
-		pthread_cond_destroy(&c->shards[i].unpinned);
 	}
 }
 
 uint32_t wc_index_find(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
 {
-	for (uint32_t i = s->buckets[bucket_of(s, origin)]; i != WC_NIL; i = c->e[i].hash_next)
+	for (uint32_t i = *wc_bucket(s, origin); i != WC_NIL; i = c->e[i].hash_next)
 		if (c->e[i].origin == origin && (c->e[i].flags & WC_E_CURRENT))
 			return i;
 	return WC_NIL;
@@ -69,7 +61,7 @@ uint32_t wc_index_find(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
 
 void wc_index_insert(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
-	uint32_t *head = &s->buckets[bucket_of(s, c->e[idx].origin)];
+	uint32_t *head = wc_bucket(s, c->e[idx].origin);
 
 	c->e[idx].hash_next = *head;
 	*head = idx;
@@ -78,7 +70,7 @@ void wc_index_insert(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 
 void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
-	uint32_t *p = &s->buckets[bucket_of(s, c->e[idx].origin)];
+	uint32_t *p = wc_bucket(s, c->e[idx].origin);
 
 	while (*p != WC_NIL && *p != idx)
 		p = &c->e[*p].hash_next;
@@ -90,7 +82,7 @@ void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 
 bool wc_index_wb_busy(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint32_t skip)
 {
-	for (uint32_t i = s->buckets[bucket_of(s, origin)]; i != WC_NIL; i = c->e[i].hash_next)
+	for (uint32_t i = *wc_bucket(s, origin); i != WC_NIL; i = c->e[i].hash_next)
 		if (i != skip && c->e[i].origin == origin && (c->e[i].flags & WC_E_WB))
 			return true;
 	return false;
@@ -100,7 +92,7 @@ void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t orig
                            void (*fn)(struct wc_cache *, struct wc_shard *, uint32_t, void *),
                            void *arg)
 {
-	uint32_t i = s->buckets[bucket_of(s, origin)];
+	uint32_t i = *wc_bucket(s, origin);
 
 	while (i != WC_NIL) {
 		uint32_t next = c->e[i].hash_next; /* fn may unlink i */
@@ -140,59 +132,11 @@ void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx)
 	__atomic_store_n(&l->count, l->count - 1, __ATOMIC_RELAXED);
 }
 
-void wc_wait_unpin(struct wc_shard *s)
+void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
 {
-	/* One wait only: once the pin is gone the entry may be freed and
-	 * reused (unlocked, by a commit) before we run again, so the caller
-	 * must look it up anew rather than re-read it here. */
-	s->pin_waiters++;
-	pthread_cond_wait(&s->unpinned, &s->lock);
-	s->pin_waiters--;
-}
-
-void wc_unpin(struct wc_cache *c, struct wc_shard *s, uint32_t idx, bool writer)
-{
+	pthread_mutex_lock(&c->commit_lock);
+	wc_commit_confirm_locked(c);
 	pthread_mutex_lock(&s->lock);
-	if (writer)
-		c->e[idx].flags &= ~WC_E_WPIN;
-	else
-		c->e[idx].pins--;
-	if (s->pin_waiters)
-		pthread_cond_broadcast(&s->unpinned);
-	pthread_mutex_unlock(&s->lock);
-}
-
-static bool versions_pinned(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
-{
-	uint32_t i = s->buckets[bucket_of(s, origin)];
-
-	while (i != WC_NIL && !(c->e[i].origin == origin &&
-	                        (c->e[i].pins || (c->e[i].flags & WC_E_WPIN))))
-		i = c->e[i].hash_next;
-	return i != WC_NIL;
-}
-
-static void wait_versions_unpinned(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
-{
-	while (versions_pinned(c, s, origin))
-		wc_wait_unpin(s); /* the chain may change: rescan */
-}
-
-void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
-{
-	for (;;) {
-		pthread_mutex_lock(&c->commit_lock);
-		wc_release_freed_locked(c);
-		pthread_mutex_lock(&s->lock);
-		if (!versions_pinned(c, s, origin))
-			return;
-		/* A reader may keep its pin across origin I/O (wc_read copies
-		 * a hit after reading the misses before it): wait without
-		 * commit_lock, so commits never wait for a disk. */
-		pthread_mutex_unlock(&c->commit_lock);
-		wait_versions_unpinned(c, s, origin);
-		pthread_mutex_unlock(&s->lock);
-	}
 }
 
 void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s)

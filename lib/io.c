@@ -2,21 +2,27 @@
 /*
  * io.c -- wc_write, wc_read, wc_discard: the data path, top-down.
  *
- * A write of one block decides under its shard lock, then acts with no lock:
- *   WRITE_IN_PLACE  the block is uncommitted and of our epoch: pin, copy over it;
- *   WRITE_NEW       allocate a block, copy into it, then publish the entry
- *                   (which supersedes the older version, if any);
- *   WRITE_AROUND    cleaner mode and not cached: straight to the origin.
- * Every copy into pmem goes through the flush engine; no fence here: the
- * commit (commit.c) drains once for the whole epoch.
+ * A write never overwrites a block in place: each block of a request goes
+ * to a fresh cache block.  The blocks of one request that share an index
+ * group (WC_GROUP origin blocks, one shard) are written together:
+ *   allocate   all of them in one free-list lock round (alloc.c);
+ *   prefetch   the lines their publication will write, so the misses
+ *              overlap the copy instead of following it;
+ *   copy       with the flush engine, no lock held, no fence;
+ *   publish    in one shard lock round: look each block up once, supersede
+ *              the older version, index the new one, store its pmem entry.
+ * Cleaner mode writes a block the cache does not hold around it, to the
+ * origin.  The commit (commit.c) drains once for the whole epoch.
+ *
+ * A read looks a block up under the shard lock, copies it out with no lock
+ * and then checks that the block was not freed and reused meanwhile (its
+ * generation, bumped by every free); if it was, the read looks again.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache_impl.h"
 #include "error.h"
-
-enum write_action { WRITE_IN_PLACE, WRITE_NEW, WRITE_AROUND };
 
 static int check_range(struct wc_cache *c, const char *op, const void *buf, size_t len,
                        uint64_t offset)
@@ -114,90 +120,120 @@ static int write_around(struct wc_cache *c, const void *src, uint64_t block)
 	return ret;
 }
 
-static int write_block(struct wc_cache *c, const void *src, uint64_t block)
+/* Start the misses the publication would take: the new blocks' DRAM and
+ * pmem entries and the group's bucket line.  The copy that follows (and the
+ * drain of its non-temporal stores that the shard lock's locked instruction
+ * waits for) hides them. */
+static void prefetch_publish(struct wc_cache *c, struct wc_shard *s, uint64_t block,
+                             const uint32_t *idx, unsigned n)
 {
-	struct wc_shard *s = wc_shard_of(c, block);
-	uint32_t bs = c->layout.block_size, idx;
-	enum write_action act;
-	uint64_t epoch, n;
-	int64_t fresh;
+	__builtin_prefetch(wc_bucket(s, block), 1);
+	for (unsigned i = 0; i < n; i++) {
+		__builtin_prefetch(&c->e[idx[i]], 1);
+		__builtin_prefetch(wc_pmem_entry(c->base, &c->layout, idx[i]), 1);
+	}
+}
 
-	/* Decide. */
+/* Publish n freshly copied blocks for origin blocks block..block+n-1 (one
+ * group, shard s): one epoch, one shard lock round. */
+static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const uint32_t *idx,
+                   unsigned n)
+{
+	uint32_t now = wc_now_ms(c);
+	uint64_t epoch, k;
+	unsigned allocated = 0;
+
+	/* The data is persistent before its entry can be (invariant (1)):
+	 * epoch_enter's locked increment is the fence on x86. */
+	wc_flush_order_before_lock(&c->fp);
 	epoch = wc_epoch_enter(c, s);
 	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		idx = wc_index_find(c, s, block);
-		if (idx == WC_NIL || c->e[idx].seq != epoch) {
-			act = (idx == WC_NIL && atomic_load(&c->cleaner)) ? WRITE_AROUND : WRITE_NEW;
-			break;
-		}
-		if (!c->e[idx].pins && !(c->e[idx].flags & WC_E_WPIN)) {
-			act = WRITE_IN_PLACE;
-			break;
-		}
-		wc_wait_unpin(s); /* then look again: it may be gone */
-	}
-	s->st.writes++;
-	if (act == WRITE_IN_PLACE) {
-		c->e[idx].flags |= WC_E_WPIN;
-		s->st.write_hits_uncommitted++;
-		pthread_mutex_unlock(&s->lock);
-		wc_flush_copy(&c->fp, block_data(c, idx), src, bs);
-		wc_unpin(c, s, idx, true);
-		wc_epoch_exit(c, s, epoch);
-		return 0;
-	}
-	if (act == WRITE_AROUND)
-		s->st.writes_around++;
-	pthread_mutex_unlock(&s->lock);
-	wc_epoch_exit(c, s, epoch);
-	if (act == WRITE_AROUND)
-		return write_around(c, src, block);
-
-	/* Act: copy into a fresh block with no lock held, then publish. */
-	fresh = wc_alloc_block(c);
-	if (fresh < 0)
-		return (int)fresh;
-	idx = (uint32_t)fresh;
-	wc_flush_copy(&c->fp, block_data(c, idx), src, bs);
-
-	epoch = wc_epoch_enter(c, s);
-	pthread_mutex_lock(&s->lock);
-	{
-		uint32_t old = wc_index_find(c, s, block);
-		struct wc_entry *e = &c->e[idx];
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t old = wc_index_find(c, s, block + i);
+		struct wc_entry *e = &c->e[idx[i]];
 
 		if (old != WC_NIL)
 			supersede(c, s, old, epoch);
 		else
-			s->st.writes_allocate++;
-		e->origin = block;
+			allocated++;
+		e->origin = block + i;
 		e->seq = epoch;
-		e->age_ms = wc_now_ms(c);
+		e->age_ms = now;
 		e->flags = WC_E_CURRENT | WC_E_ON_LRU;
-		store_entry(c, idx, block, epoch);
-		wc_index_insert(c, s, idx);
-		wc_list_push_tail(c, &s->lru, idx);
-		s->current++;
+		store_entry(c, idx[i], block + i, epoch);
+		wc_index_insert(c, s, idx[i]);
+		wc_list_push_tail(c, &s->lru, idx[i]);
+	}
+	s->current += n;
+	s->st.writes += n;
+	s->st.writes_allocate += allocated;
+	pthread_mutex_unlock(&s->lock);
+	k = atomic_fetch_add(&c->uncommitted[epoch & 1], n);
+	for (unsigned i = 0; i < n; i++) {
+		if (k + i < c->entry_log_cap)
+			c->entry_log[epoch & 1][k + i] = (struct wc_logged){
+				idx[i], __atomic_load_n(&c->e[idx[i]].gen, __ATOMIC_RELAXED) };
+		else
+			wc_flush_range(&c->fp, wc_pmem_entry(c->base, &c->layout, idx[i]),
+			               sizeof(struct wc_pmem_entry));
+	}
+	if (k == 0)
+		atomic_store(&c->first_dirty_ms, (uint64_t)now + 1);
+	wc_epoch_exit(c, s, epoch);
+	if (k < c->cfg.autocommit_blocks && k + n >= c->cfg.autocommit_blocks)
+		return wc_commit(c, false);
+	return 0;
+}
+
+/* Cleaner mode: is `block` in the cache? */
+static bool cached(struct wc_cache *c, uint64_t block)
+{
+	struct wc_shard *s = wc_shard_of(c, block);
+	bool hit;
+
+	pthread_mutex_lock(&s->lock);
+	hit = wc_index_find(c, s, block) != WC_NIL;
+	if (!hit) {
+		s->st.writes++;
+		s->st.writes_around++;
 	}
 	pthread_mutex_unlock(&s->lock);
-	n = atomic_fetch_add(&c->uncommitted[epoch & 1], 1);
-	if (n < c->entry_log_cap)
-		c->entry_log[epoch & 1][n] = idx;
-	else
-		wc_flush_range(&c->fp, wc_pmem_entry(c->base, &c->layout, idx),
-		               sizeof(struct wc_pmem_entry));
-	if (n == 0)
-		atomic_store(&c->first_dirty_ms, (uint64_t)wc_now_ms(c) + 1);
-	wc_epoch_exit(c, s, epoch);
-	if (n + 1 == c->cfg.autocommit_blocks)
-		return wc_commit(c, false);
+	return hit;
+}
+
+/* Write n blocks of one group: as many fresh blocks as the free lists give
+ * at a time (a cache smaller than a group still makes progress). */
+static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsigned n)
+{
+	struct wc_shard *s = wc_shard_of(c, block);
+	uint32_t bs = c->layout.block_size, idx[WC_GROUP];
+
+	while (n) {
+		int got, ret;
+
+		if (atomic_load_explicit(&c->cleaner, memory_order_relaxed) && !cached(c, block)) {
+			ret = write_around(c, src, block);
+			got = 1;
+		} else {
+			got = wc_alloc_blocks(c, idx, n);
+			if (got < 0)
+				return got;
+			prefetch_publish(c, s, block, idx, (unsigned)got);
+			for (int i = 0; i < got; i++)
+				wc_flush_copy(&c->fp, block_data(c, idx[i]), src + (size_t)i * bs, bs);
+			ret = publish(c, s, block, idx, (unsigned)got);
+		}
+		if (ret)
+			return ret;
+		src += (size_t)got * bs;
+		block += (unsigned)got;
+		n -= (unsigned)got;
+	}
 	return 0;
 }
 
 ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsigned flags)
 {
-	uint32_t bs;
 	int ret, err;
 
 	if (!c)
@@ -211,11 +247,15 @@ ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsi
 	if (err)
 		return wc_err(-EIO, "%s write at %llu: the cache is in error state (%d); reads still work",
 		              c->cache_path, (unsigned long long)offset, err);
-	bs = c->layout.block_size;
-	for (size_t done = 0; done < len; done += bs) {
-		ret = write_block(c, (const char *)buf + done, (offset + done) >> c->block_shift);
+	for (uint64_t block = offset >> c->block_shift, end = block + (len >> c->block_shift);
+	     block < end;) {
+		uint64_t group_end = (block | (WC_GROUP - 1)) + 1;
+		unsigned n = (unsigned)((end < group_end ? end : group_end) - block);
+
+		ret = write_group(c, (const char *)buf + ((block << c->block_shift) - offset), block, n);
 		if (ret)
 			return ret;
+		block += n;
 	}
 	if ((flags & WC_FUA) && c->cfg.fua) {
 		ret = wc_commit(c, false);
@@ -245,6 +285,41 @@ static int read_misses(struct wc_cache *c, char *dst, uint64_t block, uint64_t n
 	return ret;
 }
 
+/* Look `block` up and, on a hit, copy it to dst with no lock held.  Returns
+ * true on a hit.  The copy is valid only if the block was not freed (and so
+ * possibly reused) before it ended: a free bumps the entry's generation
+ * before the block can be handed out again, and a change means look again
+ * (the block now has a newer version, or was written back and dropped). */
+static bool read_block(struct wc_cache *c, char *dst, uint64_t block)
+{
+	struct wc_shard *s = wc_shard_of(c, block);
+
+	for (;;) {
+		uint32_t idx, gen;
+
+		pthread_mutex_lock(&s->lock);
+		s->st.reads++;
+		idx = wc_index_find(c, s, block);
+		if (idx == WC_NIL) {
+			pthread_mutex_unlock(&s->lock);
+			return false;
+		}
+		gen = __atomic_load_n(&c->e[idx].gen, __ATOMIC_RELAXED);
+		s->st.read_hits++;
+		pthread_mutex_unlock(&s->lock);
+		memcpy(dst, block_data(c, idx), c->layout.block_size);
+		/* The copy's loads before the check (a seqlock reader's order;
+		 * on x86 loads are not reordered with older loads). */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&c->e[idx].gen, __ATOMIC_RELAXED) == gen)
+			return true;
+		pthread_mutex_lock(&s->lock);
+		s->st.reads--;  /* counted once per block read */
+		s->st.read_hits--;
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
 ssize_t wc_read(wc_cache *c, void *buf, size_t len, uint64_t offset)
 {
 	uint64_t first = offset >> (c ? c->block_shift : 0), n, miss_start = 0, misses = 0;
@@ -258,41 +333,17 @@ ssize_t wc_read(wc_cache *c, void *buf, size_t len, uint64_t offset)
 		return ret;
 	n = len >> c->block_shift;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t block = first + i;
-		struct wc_shard *s = wc_shard_of(c, block);
-		uint32_t idx;
-
-		pthread_mutex_lock(&s->lock);
-		s->st.reads++;
-		for (;;) {
-			idx = wc_index_find(c, s, block);
-			if (idx == WC_NIL || !(c->e[idx].flags & WC_E_WPIN))
-				break;
-			/* An in-place write is copying into it: wait, then look
-			 * again, so we never return a half-written block. */
-			s->pin_waiters++;
-			pthread_cond_wait(&s->unpinned, &s->lock);
-			s->pin_waiters--;
-		}
-		if (idx == WC_NIL) {
-			pthread_mutex_unlock(&s->lock);
+		if (!read_block(c, dst + (i << c->block_shift), first + i)) {
 			if (!misses++)
 				miss_start = i;
 			continue;
 		}
-		c->e[idx].pins++;
-		s->st.read_hits++;
-		pthread_mutex_unlock(&s->lock);
 		if (misses) {
 			ret = read_misses(c, dst + (miss_start << c->block_shift), first + miss_start, misses);
 			misses = 0;
-			if (ret) {
-				wc_unpin(c, s, idx, false);
+			if (ret)
 				return ret;
-			}
 		}
-		memcpy(dst + (i << c->block_shift), block_data(c, idx), c->layout.block_size);
-		wc_unpin(c, s, idx, false);
 	}
 	if (misses) {
 		ret = read_misses(c, dst + (miss_start << c->block_shift), first + miss_start, misses);
@@ -370,7 +421,7 @@ int wc_discard(wc_cache *c, uint64_t offset, uint64_t len)
 	for (uint64_t i = 0; i < n; i++) {
 		struct wc_shard *s = wc_shard_of(c, first + i);
 
-		wc_lock_for_drop(c, s, first + i);
+		wc_lock_for_drop(c, s);
 		discard_block(c, s, first + i, d);
 		wc_unlock_for_drop(c, s);
 	}

@@ -5,9 +5,15 @@
  * NOTES ON THE DESIGN
  *
  * Format (torn-safe): zero the magic and drain; write the entries (all
- * NONE), the superblock's static fields with their CRC and seq_count = 0;
+ * NONE), the superblock's static fields with their CRC, seq_count = 0 and
+ * two empty commit records;
  * drain; only then store the magic and drain.  A crash anywhere before the
  * last drain leaves a file that wc_open refuses as "never formatted".
+ *
+ * The commit point is the floor seq_count, or a commit record above it whose
+ * epoch's entries match its count and digest (format.c, wc_commit_point;
+ * commit.c invariant (9)).  It is made durable before anything else is
+ * written (settle_commit_point).
  *
  * Recovery is one linear scan of the entries, in two passes:
  *   pass 1 (read only) classifies every entry and builds the index:
@@ -31,7 +37,7 @@
 #include "cache_impl.h"
 #include "error.h"
 
-#define WC_E_DROP WC_E_WPIN /* pass 1 -> pass 2 marker; never set on a free entry otherwise */
+#define WC_E_DROP WC_E_SPARE /* pass 1 -> pass 2 marker; never set on a free entry otherwise */
 
 int wc_format(struct wc_cache *c, uint64_t origin_size)
 {
@@ -68,10 +74,13 @@ int wc_format(struct wc_cache *c, uint64_t origin_size)
 	img.format_time = (uint64_t)now.tv_sec;
 	img.crc = wc_sb_crc(&img);
 	img.seq_count = 0;
+	c->durable_floor = 0;
 
 	wc_flush_set(&c->fp, wc_pmem_entry(c->base, l, 0), 0xff,
 	             l->n_blocks * sizeof(struct wc_pmem_entry));
 	wc_flush_copy(&c->fp, (char *)sb + 8, (const char *)&img + 8, sizeof(img) - 8);
+	wc_flush_set(&c->fp, wc_pmem_record(c->base, 0), 0,
+	             WC_RECORD_SLOTS * sizeof(struct wc_pmem_record));
 	wc_flush_drain(&c->fp);
 	wc_flush_store8(&c->fp, &sb->magic, WC_MAGIC);
 	wc_flush_drain(&c->fp);
@@ -107,7 +116,6 @@ static int classify(struct wc_cache *c, uint64_t seq_count, uint64_t *n_drop)
 		e->origin = origin;
 		e->seq = seq;
 		e->flags = 0;
-		e->pins = 0;
 		e->hash_next = e->prev = e->next = WC_NIL;
 		if (seq == WC_NONE)
 			continue;
@@ -145,18 +153,54 @@ static int classify(struct wc_cache *c, uint64_t seq_count, uint64_t *n_drop)
 	return 0;
 }
 
+/*
+ * The commit point (format.c, wc_commit_point), made durable before
+ * anything else is written: the floor seq_count moves to it and a record
+ * that claims more (torn, or its entries incomplete) is erased, so a crash
+ * during recovery finds the same point, and a later epoch with the same
+ * number can never match a stale record.
+ */
+static void settle_commit_point(struct wc_cache *c, const struct wc_commit_point *cp)
+{
+	struct wc_pmem_sb *sb = wc_sb(c->base);
+	bool stored = false;
+
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
+		struct wc_pmem_record *r = wc_pmem_record(c->base, i);
+
+		if (r->seq > cp->seq || (r->seq && !wc_record_intact(r))) {
+			wc_flush_set(&c->fp, r, 0, sizeof(*r));
+			stored = true;
+		}
+	}
+	if (cp->seq != sb->seq_count) {
+		wc_flush_store8(&c->fp, &sb->seq_count, cp->seq);
+		stored = true;
+	}
+	if (stored)
+		wc_flush_drain(&c->fp);
+	c->durable_floor = cp->seq;
+}
+
 int wc_recover(struct wc_cache *c)
 {
 	const struct wc_layout *l = &c->layout;
-	uint64_t seq_count = wc_sb(c->base)->seq_count, n_drop = 0, n_cur = 0;
+	uint64_t seq_count, n_drop = 0, n_cur = 0;
+	struct wc_commit_point cp;
 	struct age_key *ages;
 	uint32_t *fre;
 	size_t n_free = 0;
 	int ret;
 
+	/* Refusals (corrupt entries) must leave the image untouched: classify
+	 * against the commit point first, write only once it passed. */
+	wc_commit_point(wc_sb(c->base), wc_pmem_record(c->base, 0), wc_pmem_entry(c->base, l, 0),
+	                l->n_blocks, &cp);
+	seq_count = cp.seq;
 	ret = classify(c, seq_count, &n_drop);
 	if (ret)
 		return ret;
+	settle_commit_point(c, &cp);
 
 	/* Pass 2. */
 	if (n_drop) {

@@ -328,16 +328,17 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 				uint64_t origin = c->e[idx].origin, seq = c->e[idx].seq;
 
 				/* WC_E_WB keeps the block ours until the versions
-				 * are dropped: waits for readers release the shard
-				 * lock, and without the flag a writer's supersede and
-				 * the next commit could free it meanwhile (a TSan
-				 * report in the stress test).  Then the block and
+				 * are dropped: wc_lock_for_drop takes commit_lock
+				 * before the shard lock, and without the flag a
+				 * writer's supersede and a commit could free it in
+				 * between (a TSan report in the stress test).  Then
+				 * the block and
 				 * every older version of it go, oldest first, and
 				 * only after the versions a commit unlinked are
 				 * durably invalid (invariant (8) of commit.c), or a
 				 * crash could resurrect an older version over the
 				 * origin's newer data. */
-				wc_lock_for_drop(c, s, origin);
+				wc_lock_for_drop(c, s);
 				c->e[idx].flags &= ~WC_E_WB;
 				wc_versions_drop(c, s, origin, seq, dead_emit, &d);
 				wc_unlock_for_drop(c, s);

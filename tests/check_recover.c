@@ -237,10 +237,18 @@ START_TEST(test_superblock_damage)
 	sb->n_blocks--;
 	munmap(sb, len);
 	open_refused(-EBADMSG);
-	/* another format version */
+	/* the previous format version, named with what to do */
 	fresh_image(&l);
 	sb = map_image(&len);
-	sb->version = 2;
+	sb->version = 1;
+	munmap(sb, len);
+	open_refused(-EPROTO);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "format version 1"));
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "re-create"));
+	/* a later one */
+	fresh_image(&l);
+	sb = map_image(&len);
+	sb->version = WC_FORMAT_VERSION + 1;
 	munmap(sb, len);
 	open_refused(-EPROTO);
 	/* inconsistent geometry with a valid CRC */
