@@ -12,7 +12,11 @@
  *     superblock (outside the line), the entries and the data blocks that
  *     hold data is the same after a reopen that measured;
  *   - the environment and the cache's options win; a small cache is not
- *     measured on.
+ *     measured on;
+ *   - under the power-failure simulator, every crash image of the record's
+ *     write (torn per 8-byte word, or per line) holds the old record, the
+ *     new one, or a line that fails its check -- never a valid mix -- and a
+ *     reopen of a torn one measures again.
  * Timing is never asserted: only where the policy came from and what it did.
  */
 #include <check.h>
@@ -20,9 +24,11 @@
 #include <sys/mman.h>
 
 #include "cachetest.h"
+#include "crashsim.h"
 #include "crc32c.h"
 #include "flush/engine.h"
 #include "format.h"
+#include "testhooks.h"
 
 #define BS 4096u
 #define CACHE_BYTES (24u << 20) /* > the 4 MiB a measurement needs, with data in it */
@@ -434,6 +440,111 @@ START_TEST(test_small_cache_not_measured)
 }
 END_TEST
 
+/* Crash images of the policy line, captured around every drain of an open
+ * that measures and rewrites the record. */
+#define MAX_LINES 512
+
+struct line_capture {
+	void *img;
+	size_t len;
+	unsigned n;
+	struct wc_pmem_policy lines[MAX_LINES];
+};
+
+static void capture(void *ctx, struct wc_crashsim *sim, enum wc_crash_event ev, uint64_t drain)
+{
+	struct line_capture *lc = ctx;
+	/* Before a drain: mostly torn images (each 8-byte word old, flushed or
+	 * current), some per line, both extremes; after it: per line. */
+	unsigned n = ev == WC_CRASH_BEFORE_DRAIN ? 48 : ev == WC_CRASH_AFTER_DRAIN ? 4 : 0;
+
+	(void)drain;
+	for (unsigned k = 0; k < n && lc->n < MAX_LINES; k++) {
+		enum wc_crash_mode mode = ev == WC_CRASH_AFTER_DRAIN ? WC_CRASH_LINES :
+		                          k == 0 ? WC_CRASH_OLD : k == 1 ? WC_CRASH_NEW :
+		                          k < 8 ? WC_CRASH_LINES : WC_CRASH_TORN;
+
+		if (wc_crashsim_image(sim, mode, lc->img) != 0)
+			return;
+		memcpy(&lc->lines[lc->n++], (char *)lc->img + WC_POLICY_OFFSET,
+		       sizeof(struct wc_pmem_policy));
+	}
+}
+
+START_TEST(test_torn_record_under_crash_sim)
+{
+	struct wc_crashsim_config sc;
+	struct wc_crashsim *sim;
+	struct line_capture *lc = calloc(1, sizeof(*lc));
+	struct wc_pmem_policy old, new, zero;
+	unsigned n_old = 0, n_new = 0, n_torn = 0, reopened = 0;
+	wc_cache *c;
+
+	NEED_MEASURABLE();
+	ck_assert_ptr_nonnull(lc);
+	ck_assert_int_eq(wc_close(create(CACHE_BYTES)), 0);
+	/* A valid record from "another CPU": the open re-measures and replaces
+	 * it, so the crash images hold a valid old line, a valid new line, and
+	 * whatever tearing makes of the two. */
+	read_line(&old);
+	old.stepping ^= 1;
+	old.threshold = 4096;
+	old.crc = wc_policy_crc(&old);
+	write_line(&old);
+
+	lc->len = CACHE_BYTES;
+	lc->img = malloc(lc->len);
+	ck_assert_ptr_nonnull(lc->img);
+	memset(&sc, 0, sizeof(sc));
+	sc.seed = 7;
+	sc.point = capture;
+	sc.ctx = lc;
+	ck_assert_int_eq(wc_crashsim_new(&sim, &sc), 0);
+	wc_test_hooks = wc_crashsim_hooks(sim);
+	c = reopen();
+	assert_source(c, "recalibrated", "recorded on another CPU");
+	ck_assert_int_eq(wc_close(c), 0);
+	wc_test_hooks = NULL;
+	ck_assert_uint_eq(wc_crashsim_strays(sim), 0);
+	wc_crashsim_free(sim);
+	read_line(&new);
+	ck_assert_int_eq(wc_policy_check(&new), 0);
+	ck_assert_uint_gt(lc->n, 0);
+
+	memset(&zero, 0, sizeof(zero));
+	for (unsigned i = 0; i < lc->n; i++) {
+		const struct wc_pmem_policy *l = &lc->lines[i];
+
+		if (memcmp(l, &old, sizeof(old)) == 0) {
+			n_old++;
+			continue;
+		}
+		if (memcmp(l, &new, sizeof(new)) == 0) {
+			n_new++;
+			continue;
+		}
+		/* Anything else must fail its check, and is never trusted. */
+		ck_assert_msg(wc_policy_check(l) != 0, "crash image %u: a valid line that is "
+		              "neither the old record nor the new one", i);
+		n_torn++;
+		if (reopened < 2) {
+			reopened++;
+			write_line(l);
+			c = reopen();
+			assert_source(c, "recalibrated", "record damaged");
+			ck_assert_int_eq(wc_close(c), 0);
+		}
+	}
+	fprintf(stderr, "# %u crash images of the policy line: %u old, %u new, %u torn\n", lc->n,
+	        n_old, n_new, n_torn);
+	ck_assert_uint_gt(n_old, 0);
+	ck_assert_uint_gt(n_new, 0);
+	ck_assert_msg(n_torn > 0, "no torn line among %u images: the test proves nothing", lc->n);
+	free(lc->img);
+	free(lc);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("policy-line");
@@ -447,6 +558,7 @@ int main(void)
 	tcase_add_test(tc, test_never_touches_data);
 	tcase_add_test(tc, test_env_and_options_win);
 	tcase_add_test(tc, test_small_cache_not_measured);
+	tcase_add_test(tc, test_torn_record_under_crash_sim);
 	suite_add_tcase(s, tc);
 	return wc_test_main(s);
 }
