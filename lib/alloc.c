@@ -14,12 +14,27 @@
 #include "cache_impl.h"
 #include "error.h"
 
-static __thread unsigned thread_part = ~0u;
+static __thread unsigned thread_part = ~0u, alloc_tick;
+
+#define WC_FREE_RUN_SHIFT 6u /* runs of 64 blocks: 16 lines of entries */
+
+static unsigned wc_free_part(uint32_t idx)
+{
+	return (idx >> WC_FREE_RUN_SHIFT) % WC_FREE_PARTS;
+}
+
+/* How many blocks of n_blocks one stack may hold. */
+static uint64_t wc_free_part_room(uint64_t n_blocks)
+{
+	uint64_t runs = (n_blocks + (1u << WC_FREE_RUN_SHIFT) - 1) >> WC_FREE_RUN_SHIFT;
+
+	return ((runs + WC_FREE_PARTS - 1) / WC_FREE_PARTS) << WC_FREE_RUN_SHIFT;
+}
 
 int wc_freelist_init(struct wc_cache *c)
 {
-	/* Block idx goes to stack idx % WC_FREE_PARTS. */
-	uint64_t per = (c->layout.n_blocks + WC_FREE_PARTS - 1) / WC_FREE_PARTS;
+	/* Stack p holds at most the blocks whose wc_free_part() is p. */
+	uint64_t per = wc_free_part_room(c->layout.n_blocks);
 
 	c->free_table = wc_dram_table(per * WC_FREE_PARTS * sizeof(uint32_t));
 	if (!c->free_table)
@@ -27,7 +42,7 @@ int wc_freelist_init(struct wc_cache *c)
 		              (unsigned long long)c->layout.n_blocks);
 	c->dram_bytes += per * WC_FREE_PARTS * sizeof(uint32_t);
 	for (unsigned i = 0; i < WC_FREE_PARTS; i++) {
-		pthread_mutex_init(&c->free[i].lock, NULL);
+		atomic_init(&c->free[i].lock.held, 0);
 		c->free[i].stack = c->free_table + i * per;
 		c->free[i].count = 0;
 	}
@@ -38,7 +53,7 @@ int wc_freelist_init(struct wc_cache *c)
 
 void wc_freelist_fini(struct wc_cache *c)
 {
-	uint64_t per = (c->layout.n_blocks + WC_FREE_PARTS - 1) / WC_FREE_PARTS;
+	uint64_t per = wc_free_part_room(c->layout.n_blocks);
 
 	if (c->free_table)
 		wc_dram_table_free(c->free_table, per * WC_FREE_PARTS * sizeof(uint32_t));
@@ -65,13 +80,13 @@ static unsigned pop_some(struct wc_cache *c, uint32_t *out, unsigned want)
 
 		if (!__atomic_load_n(&p->count, __ATOMIC_RELAXED))
 			continue;
-		pthread_mutex_lock(&p->lock);
+		wc_spin_lock(&p->lock);
 		while (n < want && p->count > n) {
 			out[n] = p->stack[p->count - 1 - n];
 			n++;
 		}
 		__atomic_store_n(&p->count, p->count - n, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&p->lock);
+		wc_spin_unlock(&p->lock);
 		if (n)
 			return n;
 	}
@@ -118,7 +133,10 @@ int wc_alloc_blocks(struct wc_cache *c, uint32_t *out, unsigned want)
 		int err;
 
 		if (n) {
-			if (wc_writeback_due(c))
+			/* The watermark check sums every stack's count (eight
+			 * lines): look every 16th allocation of a thread, a
+			 * hint only (a writer that finds no block kicks). */
+			if ((++alloc_tick & 15) == 0 && wc_writeback_due(c))
 				wc_writeback_kick(c);
 			return (int)n;
 		}
@@ -175,7 +193,8 @@ static void push_locked(struct wc_cache *c, struct wc_freelist *p, uint32_t idx)
 	e->flags = 0;
 	/* Before the block can be handed out again: a reader that copied out
 	 * of it with no lock sees the change (io.c, read_block). */
-	__atomic_store_n(&e->gen, __atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->gen, (uint16_t)(__atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1),
+	                 __ATOMIC_RELEASE);
 	e->origin = WC_NONE;
 	e->seq = WC_NONE;
 	e->prev = e->next = WC_NIL;
@@ -183,31 +202,46 @@ static void push_locked(struct wc_cache *c, struct wc_freelist *p, uint32_t idx)
 	__atomic_store_n(&p->count, p->count + 1, __ATOMIC_RELAXED);
 }
 
+/* A block goes back to the stack its index selects (runs of WC_FREE_RUN
+ * blocks per stack, so frees spread evenly and no stack runs dry while
+ * another hoards, yet a stack hands out neighbours).  Pushed last to first,
+ * so a batch pops in the order given: recovery and write-back free in
+ * ascending order, and the next writes land on neighbouring blocks, data
+ * and entry lines.  One lock round per stack per chunk. */
+static void free_chunk(struct wc_cache *c, const uint32_t *idx, size_t n)
+{
+	uint32_t sorted[256];
+	size_t count[WC_FREE_PARTS] = {0}, at[WC_FREE_PARTS];
+
+	for (size_t i = 0; i < n; i++)
+		count[wc_free_part(idx[i])]++;
+	at[0] = 0;
+	for (unsigned p = 1; p < WC_FREE_PARTS; p++)
+		at[p] = at[p - 1] + count[p - 1];
+	for (size_t i = n; i-- > 0;)
+		sorted[at[wc_free_part(idx[i])]++] = idx[i];
+	for (unsigned p = 0, first = 0; p < WC_FREE_PARTS; first += (unsigned)count[p], p++) {
+		struct wc_freelist *fl = &c->free[p];
+
+		if (!count[p])
+			continue;
+		wc_spin_lock(&fl->lock);
+		for (size_t i = first; i < first + count[p]; i++)
+			push_locked(c, fl, sorted[i]);
+		wc_spin_unlock(&fl->lock);
+	}
+}
+
 void wc_free_batch(struct wc_cache *c, const uint32_t *idx, size_t n)
 {
 	if (!n)
 		return;
-	/* A block goes back to the list its index selects, so frees spread
-	 * evenly and no list runs dry while another hoards; one lock per list
-	 * per batch, not per block. */
-	for (unsigned p = 0; p < WC_FREE_PARTS; p++) {
-		struct wc_freelist *fl = &c->free[p];
-		bool locked = false;
+	/* Chunks from the end, so the order given survives across chunks. */
+	while (n) {
+		size_t k = n < 256 ? n : 256;
 
-		/* Pushed last to first, so a batch pops in the order given
-		 * (recovery and write-back free in ascending order: the next
-		 * writes land on neighbouring blocks and entry lines). */
-		for (size_t i = n; i-- > 0;) {
-			if (idx[i] % WC_FREE_PARTS != p)
-				continue;
-			if (!locked) {
-				pthread_mutex_lock(&fl->lock);
-				locked = true;
-			}
-			push_locked(c, fl, idx[i]);
-		}
-		if (locked)
-			pthread_mutex_unlock(&fl->lock);
+		free_chunk(c, idx + n - k, k);
+		n -= k;
 	}
 	wc_wake_freelist_waiters(c);
 }

@@ -25,6 +25,7 @@
 #include "flush/flush.h"
 #include "format.h"
 #include "origin.h"
+#include "spinlock.h"
 #include "wcache.h"
 
 #define WC_SHARDS 64u        /* power of two; > threads on any box we target */
@@ -48,21 +49,30 @@ enum {
 	WC_E_SUP1 = 1u << 7,       /* ... on list superseded[1] (else [0]) */
 };
 
-/* DRAM twin of one cache block: 40 bytes (dm-writecache spends 88). */
+/* DRAM twin of one cache block: 32 bytes, two to a line (dm-writecache
+ * spends 88).  Its age is its epoch's (wc_age_horizon). */
 struct wc_entry {
 	uint64_t origin;       /* origin block number */
 	uint64_t seq;          /* epoch it was written in */
 	uint32_t hash_next;    /* shard hash chain */
-	uint32_t prev, next;   /* LRU / superseded / free list links */
-	uint32_t age_ms;       /* when written, ms since the cache opened */
-	/* Bumped when the block returns to a free list: a reader that copied
-	 * out of it with no lock re-reads gen to learn whether the block was
-	 * reused meanwhile.  Atomic accesses only. */
-	uint32_t gen;
+	uint32_t prev, next;   /* age / superseded list links */
+	/* Odd from the block's free until its publication, even while it is
+	 * published: a reader that copied out of it with no lock re-reads gen
+	 * to learn whether the block was freed (and maybe reused) meanwhile.
+	 * 16 bits: a wrap would take 32,768 reuses of one block during one
+	 * block copy.  Atomic accesses only. */
+	uint16_t gen;
 	uint16_t flags;
-	uint16_t pad;
 };
-_Static_assert(sizeof(struct wc_entry) == 40, "DRAM entry stays small");
+_Static_assert(sizeof(struct wc_entry) == 32, "DRAM entry stays small");
+
+/* "Epoch `epoch` was committed at `ms`" (ms since the cache opened): a few
+ * hundred marks date every entry by its epoch, so entries carry no time. */
+struct wc_age_mark {
+	uint64_t epoch;
+	uint32_t ms;
+};
+#define WC_AGE_MARKS 256u
 
 struct wc_list {
 	uint32_t head, tail;   /* head = oldest */
@@ -75,7 +85,7 @@ struct wc_shard_stats {
 };
 
 struct wc_shard {
-	pthread_mutex_t lock;
+	struct wc_spinlock lock;
 	uint32_t *buckets;
 	uint32_t bucket_mask;
 	struct wc_list lru;        /* current, dirty, not under write-back */
@@ -84,20 +94,20 @@ struct wc_shard {
 	struct wc_list superseded[2];
 	uint64_t current;          /* current entries (dirty blocks) */
 	struct wc_shard_stats st;
-	/* Writers inside epoch e (parity e & 1): the commit of e waits for its
-	 * parity to drain.  Own line: the hot path touches it per block. */
-	_Alignas(64) atomic_uint_fast64_t inflight[2];
+	/* Hits served with no lock (io.c read_block), counted apart. */
+	atomic_uint_fast64_t lockless_hits;
 } __attribute__((aligned(64)));
 
 /* A stack of free block indices: a batch pops with one lock round and no
  * pointer chasing through the entries. */
 /* A block published in an epoch, and which life of it (gen). */
 struct wc_logged {
-	uint32_t idx, gen;
+	uint32_t idx;
+	uint16_t gen;
 };
 
 struct wc_freelist {
-	pthread_mutex_t lock;
+	struct wc_spinlock lock;
 	uint32_t *stack;           /* room for every block whose index selects it */
 	uint64_t count;
 } __attribute__((aligned(64)));
@@ -150,6 +160,9 @@ struct wc_cache {
 	uint64_t entry_log_cap;
 	uint64_t durable_floor;              /* sb->seq_count as last drained (commit_lock) */
 	atomic_uint_fast64_t first_dirty_ms; /* time of the oldest uncommitted write; 0 none */
+	struct wc_age_mark age_marks[WC_AGE_MARKS]; /* a ring, under commit_lock */
+	uint64_t age_marks_n;                /* marks ever made */
+	uint32_t age_mark_every_ms;          /* at most one mark per this */
 	uint64_t commits, flushes;           /* under commit_lock */
 	/* Superseded blocks invalidated by the last commit, free once a drain
 	 * made that durable (under commit_lock; the count is read lock-free). */
@@ -246,9 +259,12 @@ void wc_wake_freelist_waiters(struct wc_cache *c);
 
 /* ---- commit.c ---- */
 int wc_commit(struct wc_cache *c, bool count_flush);
-/* Enter the current epoch (returns it); exit after publishing. */
-uint64_t wc_epoch_enter(struct wc_cache *c, struct wc_shard *s);
-void wc_epoch_exit(struct wc_cache *c, struct wc_shard *s, uint64_t epoch);
+/* The epoch new entries stamp: read under the shard lock that publishes
+ * them (commit.c, wait_epoch_quiet). */
+static inline uint64_t wc_epoch_current(struct wc_cache *c)
+{
+	return atomic_load_explicit(&c->epoch, memory_order_seq_cst);
+}
 /* Persistently invalidate entry idx (seq := WC_NONE, no fence). */
 void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
 /* Drop every version of `origin` with seq <= seq_limit that is not under
@@ -258,6 +274,11 @@ void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
 unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint64_t seq_limit,
                           void (*emit)(struct wc_cache *, uint32_t, void *), void *emit_arg);
 bool wc_autocommit_due(struct wc_cache *c);
+/* Start dating epochs: those below `epoch` count as committed now. */
+void wc_age_init(struct wc_cache *c, uint64_t epoch);
+/* Every entry with seq below the result was committed at least age_ms ago
+ * (within age_ms / 64). */
+uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms);
 /* Drain and free the blocks the last commit invalidated (see commit.c);
  * for callers that need every free block now. */
 void wc_release_freed(struct wc_cache *c);

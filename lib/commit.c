@@ -19,12 +19,12 @@
  * Invariants.
  *   (1) A writer's data is persistent before its entry is stored: it copies
  *       into a block nobody else can see, then its next locked instruction
- *       (wc_epoch_enter, after wc_flush_order_before_lock) orders the copy
- *       before the entry store under the shard lock.  Entry and epoch are
- *       stamped inside the epoch (wc_epoch_enter/exit).
- *   (2) The commit of E first moves new writers to E+1, then waits until no
- *       writer is inside E: every entry of E is stored, and by (1) its data
- *       is persistent.
+ *       (the shard lock's exchange, after wc_flush_order_before_lock) orders
+ *       the copy before the entry store.  It reads the epoch, stores the
+ *       entries and counts them (uncommitted, entry_log) under that lock.
+ *   (2) The commit of E first moves new writers to E+1, then waits until
+ *       every shard lock was seen free (wait_epoch_quiet): every entry of E
+ *       is stored and logged, and by (1) its data is persistent.
  *   (3) The commit point moves atomically: a record is one line whose CRC
  *       and digest either match everything it claims or make it void, and
  *       seq_count is one aligned 8-byte store.
@@ -76,13 +76,14 @@
  * write-combining buffers (non-temporal stores) and waits for its earlier
  * CLFLUSHOPT/CLWB (Intel SDM vol. 2, CLFLUSHOPT; vol. 3 11.3.1; AMD APM
  * vol. 2 7.4.2); the writer's first locked instruction after its copy comes
- * before its entry store, and the committer observes the writer's epoch
- * exit before it flushes the entries.  dm-writecache leans on the same fact
+ * before its entry store, and the committer sees the writer's unlock before
+ * it flushes the entries (the committer flushes them: a flush of another
+ * CPU's dirty line is coherent).  dm-writecache leans on the same fact
  * ("wc_unlock serves as a memory barrier").  Elsewhere the writer drains
- * (wc_flush_order_before_lock, wc_epoch_exit).
+ * (wc_flush_order_before_lock).
  *
  * Transitions -> function:
- *   free -> uncommitted          io.c publish (wc_epoch_enter .. exit)
+ *   free -> uncommitted          io.c publish (under the shard lock)
  *   uncommitted -> committed     wc_commit
  *   committed -> superseded      io.c publish (a newer version)
  *   superseded -> pending        free_superseded (after the commit point)
@@ -99,29 +100,6 @@
 
 #include "cache_impl.h"
 #include "error.h"
-
-uint64_t wc_epoch_enter(struct wc_cache *c, struct wc_shard *s)
-{
-	for (;;) {
-		uint64_t e = atomic_load(&c->epoch);
-
-		/* Dekker pairing with wc_commit: either the commit sees our
-		 * increment, or we see its new epoch and retry in it. */
-		atomic_fetch_add(&s->inflight[e & 1], 1);
-		if (atomic_load(&c->epoch) == e)
-			return e;
-		atomic_fetch_sub(&s->inflight[e & 1], 1);
-	}
-}
-
-void wc_epoch_exit(struct wc_cache *c, struct wc_shard *s, uint64_t epoch)
-{
-#if !defined(__x86_64__)
-	/* Without x86's locked-instruction ordering, fence our own stores. */
-	wc_flush_drain(&c->fp);
-#endif
-	atomic_fetch_sub(&s->inflight[epoch & 1], 1);
-}
 
 void wc_entry_invalidate(struct wc_cache *c, uint32_t idx)
 {
@@ -252,14 +230,14 @@ static void free_superseded(struct wc_cache *c, unsigned par)
 
 		if (!__atomic_load_n(&s->superseded[par].count, __ATOMIC_RELAXED))
 			continue;
-		pthread_mutex_lock(&s->lock);
+		wc_spin_lock(&s->lock);
 		for (idx = s->superseded[par].head; idx != WC_NIL; idx = next) {
 			next = c->e[idx].next;
 			if (pending_push(c, idx))
 				break; /* out of memory: the rest waits for a later commit */
 			version_unlink(c, s, idx);
 		}
-		pthread_mutex_unlock(&s->lock);
+		wc_spin_unlock(&s->lock);
 	}
 	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
 }
@@ -311,26 +289,35 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 		 * be logged twice; only its current life counts. */
 		if (__atomic_load_n(&c->e[idx].gen, __ATOMIC_RELAXED) != c->entry_log[e & 1][i].gen)
 			continue;
-		wc_flush_range(&c->fp, pe, sizeof(*pe));
+		/* Read before the flush: CLFLUSHOPT (and CLWB on some CPUs)
+		 * evicts the line. */
 		if (pe->seq == e) {
 			rec->count++;
 			rec->digest += wc_entry_digest(idx, pe->origin_block, e);
 		}
+		wc_flush_range(&c->fp, pe, sizeof(*pe));
 	}
 	rec->crc = wc_record_crc(rec);
 	return complete;
 }
 
-static void wait_epoch_quiet(struct wc_cache *c, uint64_t e)
+/*
+ * After the epoch moved to e + 1: wait until no writer still publishes into
+ * e.  A writer reads the epoch under its shard lock (publish in io.c), after
+ * the lock's exchange, so in the single order of sequentially consistent
+ * operations its acquisition precedes its read of e, which precedes our
+ * store of e + 1, which precedes our look at the lock word: if we see the
+ * lock free, that writer has released it, its entries and log slots stored.
+ * No writer counts itself in or out: the shard lock it takes anyway is the
+ * only locked instruction of its publication.
+ */
+static void wait_epoch_quiet(struct wc_cache *c)
 {
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		unsigned spins = 0;
 
-		while (atomic_load(&c->shards[i].inflight[e & 1])) {
-			/* Writers hold an epoch for one publication (no copy). */
-			if (++spins > 64)
-				sched_yield();
-		}
+		while (wc_spin_is_held(&c->shards[i].lock))
+			wc_spin_pause(&spins);
 	}
 }
 
@@ -355,6 +342,51 @@ void wc_commit_confirm_locked(struct wc_cache *c)
 		wc_release_freed_locked(c); /* drains the floor too */
 	else if (stored)
 		wc_flush_drain(&c->fp);
+}
+
+/* commit_lock held, after the commit of `epoch` at `now`. */
+static void age_mark(struct wc_cache *c, uint64_t epoch, uint32_t now)
+{
+	struct wc_age_mark *last = &c->age_marks[(c->age_marks_n - 1) % WC_AGE_MARKS];
+
+	if (c->age_marks_n && now - last->ms < c->age_mark_every_ms)
+		return;
+	c->age_marks[c->age_marks_n % WC_AGE_MARKS] = (struct wc_age_mark){ epoch, now };
+	c->age_marks_n++;
+}
+
+void wc_age_init(struct wc_cache *c, uint64_t epoch)
+{
+	/* 256 marks span at least 4 x max_age_ms, to within 1/64 of it. */
+	c->age_mark_every_ms = c->cfg.max_age_ms / 64 ? c->cfg.max_age_ms / 64 : 1;
+	c->age_marks_n = 0;
+	if (epoch) {
+		c->age_marks[0] = (struct wc_age_mark){ epoch - 1, 0 };
+		c->age_marks_n = 1;
+	}
+}
+
+uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms)
+{
+	uint32_t now = wc_now_ms(c);
+	uint64_t horizon = 0, n;
+
+	if (now < age_ms)
+		return 0;
+	pthread_mutex_lock(&c->commit_lock);
+	n = c->age_marks_n;
+	/* Newest first: the first mark old enough dates its epoch and every
+	 * epoch before it. */
+	for (uint64_t k = 0; k < n && k < WC_AGE_MARKS; k++) {
+		const struct wc_age_mark *m = &c->age_marks[(n - 1 - k) % WC_AGE_MARKS];
+
+		if (now - m->ms >= age_ms) {
+			horizon = m->epoch + 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->commit_lock);
+	return horizon;
 }
 
 int wc_commit(struct wc_cache *c, bool count_flush)
@@ -385,8 +417,8 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		ret = wc_err(-EOVERFLOW, "%s: commit counter reached 2^63", c->cache_path);
 		goto out;
 	}
-	atomic_store(&c->epoch, e + 1);
-	wait_epoch_quiet(c, e);
+	atomic_store_explicit(&c->epoch, e + 1, memory_order_seq_cst);
+	wait_epoch_quiet(c);
 	invalidate_pending(c);                       /* the last commit's frees */
 	if (flush_entry_log(c, e, &rec)) {
 		/* Invariant (9): the record proves itself; one drain makes
@@ -407,6 +439,7 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		c->durable_floor = e + 1;
 	}
 	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);
+	age_mark(c, e, wc_now_ms(c));
 	atomic_store_explicit(&c->uncommitted[e & 1], 0, memory_order_relaxed);
 	if (atomic_load(&c->uncommitted[(e + 1) & 1]) == 0)
 		atomic_store_explicit(&c->first_dirty_ms, 0, memory_order_relaxed);

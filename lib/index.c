@@ -30,7 +30,7 @@ int wc_index_init(struct wc_cache *c)
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		struct wc_shard *s = &c->shards[i];
 
-		pthread_mutex_init(&s->lock, NULL);
+		atomic_init(&s->lock.held, 0);
 		s->buckets = c->bucket_table + i * nb;
 		s->bucket_mask = (uint32_t)(nb - 1);
 		s->lru.head = s->lru.tail = WC_NIL;
@@ -47,7 +47,6 @@ void wc_index_fini(struct wc_cache *c)
 	c->bucket_table = NULL;
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		c->shards[i].buckets = NULL;
-		pthread_mutex_destroy(&c->shards[i].lock);
 	}
 }
 
@@ -136,11 +135,11 @@ void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
 {
 	pthread_mutex_lock(&c->commit_lock);
 	wc_commit_confirm_locked(c);
-	pthread_mutex_lock(&s->lock);
+	wc_spin_lock(&s->lock);
 }
 
 void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s)
 {
-	pthread_mutex_unlock(&s->lock);
+	wc_spin_unlock(&s->lock);
 	pthread_mutex_unlock(&c->commit_lock);
 }

@@ -235,7 +235,6 @@ int wc_recover(struct wc_cache *c)
 		struct wc_shard *s = wc_shard_of(c, c->e[idx].origin);
 
 		c->e[idx].flags |= WC_E_ON_LRU;
-		c->e[idx].age_ms = 0;
 		wc_list_push_tail(c, &s->lru, idx);
 	}
 	wc_free_batch(c, fre, n_free);
@@ -243,5 +242,6 @@ int wc_recover(struct wc_cache *c)
 	free(fre);
 	atomic_store(&c->epoch, seq_count);
 	atomic_store(&c->committed_seq, seq_count);
+	wc_age_init(c, seq_count);
 	return 0;
 }

@@ -18,9 +18,10 @@ int wc_get_stats(wc_cache *c, struct wc_stats *st)
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		struct wc_shard *s = &c->shards[i];
 
-		pthread_mutex_lock(&s->lock);
-		st->reads += s->st.reads;
-		st->read_hits += s->st.read_hits;
+		wc_spin_lock(&s->lock);
+		st->reads += s->st.reads + atomic_load_explicit(&s->lockless_hits, memory_order_relaxed);
+		st->read_hits += s->st.read_hits +
+		                 atomic_load_explicit(&s->lockless_hits, memory_order_relaxed);
 		st->writes += s->st.writes;
 		st->write_hits_uncommitted += s->st.write_hits_uncommitted;
 		st->write_hits_committed += s->st.write_hits_committed;
@@ -28,7 +29,7 @@ int wc_get_stats(wc_cache *c, struct wc_stats *st)
 		st->writes_allocate += s->st.writes_allocate;
 		st->discards += s->st.discards;
 		st->dirty_blocks += s->current;
-		pthread_mutex_unlock(&s->lock);
+		wc_spin_unlock(&s->lock);
 	}
 	st->error = wc_has_error(c);
 	st->blocks = c->layout.n_blocks;
@@ -59,9 +60,9 @@ void wc_clear_stats(wc_cache *c)
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		struct wc_shard *s = &c->shards[i];
 
-		pthread_mutex_lock(&s->lock);
+		wc_spin_lock(&s->lock);
 		memset(&s->st, 0, sizeof(s->st));
-		pthread_mutex_unlock(&s->lock);
+		wc_spin_unlock(&s->lock);
 	}
 	atomic_store(&c->blocked_on_freelist, 0);
 	pthread_mutex_lock(&c->commit_lock);

@@ -82,14 +82,15 @@ bool wc_writeback_due(struct wc_cache *c)
 	       atomic_load(&c->cleaner);
 }
 
+/* horizon: in PICK_AGE, only entries with seq below it are old enough. */
 static bool eligible(struct wc_cache *c, struct wc_shard *s, uint32_t idx, enum pick_mode mode,
-                     uint32_t now)
+                     uint64_t horizon)
 {
 	struct wc_entry *e = &c->e[idx];
 
 	if (!wc_is_committed(c, e->seq))
 		return false;
-	if (mode == PICK_AGE && now - e->age_ms < c->cfg.max_age_ms)
+	if (mode == PICK_AGE && e->seq >= horizon)
 		return false;
 	return !wc_index_wb_busy(c, s, e->origin, idx);
 }
@@ -120,12 +121,12 @@ static bool take_neighbour(struct wc_cache *c, uint32_t *out, unsigned *n, uint6
 	uint32_t idx;
 	bool ok;
 
-	pthread_mutex_lock(&s->lock);
+	wc_spin_lock(&s->lock);
 	idx = wc_index_find(c, s, block);
 	ok = idx != WC_NIL && (c->e[idx].flags & WC_E_ON_LRU) && eligible(c, s, idx, PICK_ALL, 0);
 	if (ok)
 		take(c, s, out, n, idx);
-	pthread_mutex_unlock(&s->lock);
+	wc_spin_unlock(&s->lock);
 	return ok;
 }
 
@@ -154,7 +155,7 @@ static void extend_run(struct wc_cache *c, uint32_t *out, unsigned *n, unsigned 
 static unsigned pick(struct wc_cache *c, struct wb_state *w, enum pick_mode mode, unsigned want,
                      uint32_t *out)
 {
-	uint32_t now = wc_now_ms(c);
+	uint64_t horizon = mode == PICK_AGE ? wc_age_horizon(c, c->cfg.max_age_ms) : 0;
 	unsigned n = 0;
 	bool progress = true;
 
@@ -171,15 +172,15 @@ static unsigned pick(struct wc_cache *c, struct wb_state *w, enum pick_mode mode
 
 				if (!__atomic_load_n(&s->lru.count, __ATOMIC_RELAXED))
 					break;
-				pthread_mutex_lock(&s->lock);
+				wc_spin_lock(&s->lock);
 				idx = s->lru.head;
-				if (idx == WC_NIL || !eligible(c, s, idx, mode, now)) {
-					pthread_mutex_unlock(&s->lock);
+				if (idx == WC_NIL || !eligible(c, s, idx, mode, horizon)) {
+					wc_spin_unlock(&s->lock);
 					break;
 				}
 				take(c, s, out, &n, idx);
 				seed = c->e[idx].origin;
-				pthread_mutex_unlock(&s->lock);
+				wc_spin_unlock(&s->lock);
 				extend_run(c, out, &n, want, seed);
 				progress = true;
 			}
@@ -343,9 +344,9 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 				wc_versions_drop(c, s, origin, seq, dead_emit, &d);
 				wc_unlock_for_drop(c, s);
 			} else {
-				pthread_mutex_lock(&s->lock);
+				wc_spin_lock(&s->lock);
 				requeue_failed(c, s, idx);
-				pthread_mutex_unlock(&s->lock);
+				wc_spin_unlock(&s->lock);
 			}
 		}
 	}

@@ -2,7 +2,9 @@
 /*
  * check_recover.c -- recovery from hand-made images: uncommitted entries,
  * two versions of a block, duplicates, torn entries, torn and damaged
- * superblocks.  Every refusal leaves the image byte for byte as it was.
+ * superblocks, and the commit records of format version 2 (a valid record
+ * above the floor, one with an entry missing, a torn one, none, one below
+ * the floor).  Every refusal leaves the image byte for byte as it was.
  */
 #include <check.h>
 #include <stdio.h>
@@ -55,6 +57,43 @@ static void put(void *base, const struct wc_layout *l, uint64_t idx, uint64_t or
 	e->seq = seq;
 	if (version != UINT64_MAX)
 		ct_fill_block(wc_pmem_data(base, l, idx), BS, origin, version);
+}
+
+/* Store a commit record in `slot` (the commit of epoch seq - 1 writes slot
+ * (seq - 1) % 2), its CRC computed. */
+static void put_record(void *base, unsigned slot, uint64_t seq, uint64_t count, uint64_t digest)
+{
+	struct wc_pmem_record *r = wc_pmem_record(base, slot);
+
+	memset(r, 0, sizeof(*r));
+	r->seq = seq;
+	r->count = count;
+	r->digest = digest;
+	r->crc = wc_record_crc(r);
+}
+
+/* The record the commit of `epoch` writes over the entries the image holds
+ * now: every entry with seq == epoch, counted and digested. */
+static void put_commit_record(void *base, const struct wc_layout *l, uint64_t epoch)
+{
+	uint64_t count = 0, digest = 0;
+
+	for (uint64_t i = 0; i < l->n_blocks; i++) {
+		const struct wc_pmem_entry *e = wc_pmem_entry(base, l, i);
+
+		if (e->seq != epoch)
+			continue;
+		count++;
+		digest += wc_entry_digest(i, e->origin_block, epoch);
+	}
+	put_record(base, (unsigned)(epoch % 2), epoch + 1, count, digest);
+}
+
+static bool record_erased(void *base, unsigned slot)
+{
+	static const struct wc_pmem_record zero;
+
+	return memcmp(wc_pmem_record(base, slot), &zero, sizeof(zero)) == 0;
 }
 
 static wc_cache *open_ok(void)
@@ -267,6 +306,222 @@ START_TEST(test_superblock_damage)
 }
 END_TEST
 
+/*
+ * The image a commit of epoch 4 leaves when power fails around its drain:
+ * floor 3; epoch 2 (block 6 v1, block 5 v1) below it; epoch 3 (block 8 v4)
+ * with its record {4} in slot 1; epoch 4 (block 6 v2, block 7 v3) with its
+ * record {5} in slot 0.  The callers then damage what the crash would.
+ */
+static void records_image(struct wc_layout *l)
+{
+	void *img;
+	size_t len;
+
+	fresh_image(l);
+	img = map_image(&len);
+	wc_sb(img)->seq_count = 3;
+	put(img, l, 0, 5, 2, 1);
+	put(img, l, 4, 6, 2, 1);
+	put(img, l, 3, 8, 3, 4);
+	put(img, l, 1, 6, 4, 2);
+	put(img, l, 2, 7, 4, 3);
+	put_commit_record(img, l, 3);
+	put_commit_record(img, l, 4);
+	munmap(img, len);
+}
+
+/* After recovery from the epoch-4 image: which versions the blocks hold. */
+static void assert_blocks(wc_cache *c, bool epoch4)
+{
+	ck_assert_uint_eq(read_version(c, 5), 1);
+	ck_assert_uint_eq(read_version(c, 8), 4);
+	ck_assert_uint_eq(read_version(c, 6), epoch4 ? 2 : 1);
+	ck_assert_uint_eq(read_version(c, 7), epoch4 ? 3 : UINT64_MAX);
+}
+
+/* (a) The newest record is intact, above the floor, and its entries match:
+ * its epoch is committed, and recovery raises the floor to it before the
+ * cache takes a write. */
+START_TEST(test_record_commits_epoch)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+	wc_cache *c;
+
+	records_image(&l);
+	c = open_ok();
+	assert_blocks(c, true);
+	img = map_image(&len);
+	ck_assert_uint_eq(wc_sb(img)->seq_count, 5);
+	ck_assert(!record_erased(img, 0)); /* the floor covers it now */
+	/* the superseded v1 of block 6 is invalidated, the versions stay */
+	ck_assert_uint_eq(wc_pmem_entry(img, &l, 4)->seq, WC_NONE);
+	munmap(img, len);
+	ck_assert_int_eq(wc_close(c), 0);
+	c = open_ok();
+	assert_blocks(c, true);
+	ck_assert_int_eq(wc_close(c), 0);
+}
+END_TEST
+
+/* Recovery fell back from epoch 4: its blocks read as before, the record
+ * that claimed it is gone, and a new commit of the same epoch number (the
+ * next open starts at 4 again) cannot be mistaken for the old one. */
+static void assert_fallback(const struct wc_layout *l)
+{
+	uint8_t *buf = aligned_alloc(4096, BS);
+	size_t len;
+	void *img;
+	wc_cache *c;
+
+	c = open_ok();
+	assert_blocks(c, false);
+	img = map_image(&len);
+	ck_assert_uint_eq(wc_sb(img)->seq_count, 4);
+	ck_assert_msg(record_erased(img, 0), "the record of epoch 4 survived recovery");
+	ck_assert(!record_erased(img, 1));
+	ck_assert_uint_eq(wc_pmem_entry(img, l, 1)->seq, WC_NONE);
+	ck_assert_uint_eq(wc_pmem_entry(img, l, 2)->seq, WC_NONE);
+	munmap(img, len);
+	ct_fill_block(buf, BS, 9, 5);
+	ck_assert_int_eq(wc_write(c, buf, BS, 9 * BS, WC_FUA), BS);
+	free(buf);
+	ck_assert_int_eq(wc_close(c), 0);
+	c = open_ok();
+	assert_blocks(c, false);
+	ck_assert_uint_eq(read_version(c, 9), 5);
+	ck_assert_int_eq(wc_close(c), 0);
+}
+
+/* (b) One of the newest record's entries did not reach pmem: the count
+ * does not match, the other slot's seq is the commit point. */
+START_TEST(test_record_entry_missing)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+
+	records_image(&l);
+	img = map_image(&len);
+	put(img, &l, 2, WC_NONE, WC_NONE, UINT64_MAX); /* block 7's entry was lost */
+	munmap(img, len);
+	assert_fallback(&l);
+}
+END_TEST
+
+/* The right count, but an entry torn (its origin_block did not land): the
+ * digest does not match. */
+START_TEST(test_record_digest_mismatch)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+
+	records_image(&l);
+	img = map_image(&len);
+	wc_pmem_entry(img, &l, 2)->origin_block = 9;
+	munmap(img, len);
+	assert_fallback(&l);
+}
+END_TEST
+
+/* (c) The newest record's line is torn: its CRC fails, the other slot
+ * decides even though every entry of epoch 4 is there. */
+START_TEST(test_record_torn)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+
+	records_image(&l);
+	img = map_image(&len);
+	wc_pmem_record(img, 0)->count ^= 1ull << 40; /* one word of the line is stale */
+	munmap(img, len);
+	assert_fallback(&l);
+}
+END_TEST
+
+/* (d) No record at all: the floor is the commit point, epoch 3 and 4 are
+ * dropped. */
+START_TEST(test_record_none)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+	wc_cache *c;
+
+	records_image(&l);
+	img = map_image(&len);
+	memset(wc_pmem_record(img, 0), 0, WC_RECORD_SLOTS * sizeof(struct wc_pmem_record));
+	munmap(img, len);
+	c = open_ok();
+	ck_assert_uint_eq(read_version(c, 5), 1);
+	ck_assert_uint_eq(read_version(c, 6), 1);
+	ck_assert_uint_eq(read_version(c, 7), UINT64_MAX);
+	ck_assert_uint_eq(read_version(c, 8), UINT64_MAX);
+	img = map_image(&len);
+	ck_assert_uint_eq(wc_sb(img)->seq_count, 3);
+	munmap(img, len);
+	ck_assert_int_eq(wc_close(c), 0);
+}
+END_TEST
+
+/* (e) A record below the floor says nothing, even one that would not
+ * match: the floor commits its epoch and everything up to itself. */
+START_TEST(test_record_below_floor)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+	wc_cache *c;
+
+	records_image(&l);
+	img = map_image(&len);
+	wc_sb(img)->seq_count = 6;
+	put(img, &l, 2, WC_NONE, WC_NONE, UINT64_MAX); /* epoch 4's record no longer matches */
+	munmap(img, len);
+	c = open_ok();
+	ck_assert_uint_eq(read_version(c, 5), 1);
+	ck_assert_uint_eq(read_version(c, 6), 2);
+	ck_assert_uint_eq(read_version(c, 7), UINT64_MAX);
+	ck_assert_uint_eq(read_version(c, 8), 4);
+	img = map_image(&len);
+	ck_assert_uint_eq(wc_sb(img)->seq_count, 6);
+	ck_assert(!record_erased(img, 0)); /* not above the point: left alone */
+	munmap(img, len);
+	ck_assert_int_eq(wc_close(c), 0);
+}
+END_TEST
+
+/* A valid record above the floor makes its epoch's duplicate committed:
+ * the open is refused, and the floor is not raised (nothing written). */
+START_TEST(test_record_refusal_writes_nothing)
+{
+	struct wc_layout l;
+	size_t len;
+	void *img;
+
+	fresh_image(&l);
+	img = map_image(&len);
+	wc_sb(img)->seq_count = 3;
+	put(img, &l, 0, 20, 3, 1);
+	put(img, &l, 9, 20, 3, 2);              /* same block, same seq: corrupt */
+	put(img, &l, 4, 21, 5, 1);              /* uncommitted: would be invalidated */
+	put_commit_record(img, &l, 3);
+	put_record(img, 0, 9, 1, 0);             /* torn (no CRC): would be erased */
+	wc_pmem_record(img, 0)->crc ^= 1;
+	munmap(img, len);
+	open_refused(-EUCLEAN);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "origin block 20"));
+	/* the same entries below the floor alone are not committed: it opens */
+	img = map_image(&len);
+	memset(wc_pmem_record(img, 1), 0, sizeof(struct wc_pmem_record));
+	munmap(img, len);
+	wc_close(open_ok());
+}
+END_TEST
+
 START_TEST(test_layout_math)
 {
 	struct wc_layout l;
@@ -304,6 +559,13 @@ int main(void)
 	tcase_add_test(tc, test_torn_entries);
 	tcase_add_test(tc, test_corrupt_entries_refused);
 	tcase_add_test(tc, test_superblock_damage);
+	tcase_add_test(tc, test_record_commits_epoch);
+	tcase_add_test(tc, test_record_entry_missing);
+	tcase_add_test(tc, test_record_digest_mismatch);
+	tcase_add_test(tc, test_record_torn);
+	tcase_add_test(tc, test_record_none);
+	tcase_add_test(tc, test_record_below_floor);
+	tcase_add_test(tc, test_record_refusal_writes_nothing);
 	tcase_add_test(tc, test_layout_math);
 	suite_add_tcase(s, tc);
 	wc_test_dir();

@@ -10,6 +10,13 @@
  *   bit 0  recompute the superblock CRC afterwards (reach the entry checks
  *          instead of dying at the CRC)
  *   bit 1  restore magic and version afterwards
+ *   bit 2  recompute the CRC of both commit records afterwards (reach the
+ *          count and digest checks instead of dying at the record's CRC)
+ *   bit 3  make both commit records (those with a seq) match the entries:
+ *          count and digest of the entries that hold their epoch, then the
+ *          CRC (reach recovery with the record's epoch committed)
+ * The template (format version 2) has a valid record in slot 0 above the
+ * floor: its first epoch is committed through the record alone.
  *
  * Builds:
  *  - libFuzzer (clang -fsanitize=fuzzer,...): tests/run-fuzz builds and runs it;
@@ -39,7 +46,7 @@
 #define CACHE_BLOCKS 8u
 #define ORIGIN_BLOCKS 16u
 
-enum { FUZZ_FIX_CRC = 1, FUZZ_FIX_MAGIC = 2 };
+enum { FUZZ_FIX_CRC = 1, FUZZ_FIX_MAGIC = 2, FUZZ_FIX_RECORD_CRC = 4, FUZZ_FIX_RECORDS = 8 };
 
 static char image_path[PATH_MAX];
 static uint8_t *template_img;   /* a valid image with committed and uncommitted entries */
@@ -150,6 +157,30 @@ static void setup(void)
 	fault_origin_destroy(fo);
 }
 
+/* Make record slot `slot` of `img` (len bytes) say what the commit of its
+ * epoch would: count and digest of the entries that hold seq - 1, over the
+ * entries the superblock claims that lie inside the buffer. */
+static void record_match(uint8_t *img, size_t len, unsigned slot)
+{
+	const struct wc_pmem_sb *sb = wc_sb(img);
+	struct wc_pmem_record *r = wc_pmem_record(img, slot);
+	const struct wc_pmem_entry *e = (const struct wc_pmem_entry *)(img + WC_SB_REGION);
+	uint64_t n = sb->n_blocks, room = (len - WC_SB_REGION) / sizeof(*e), epoch = r->seq - 1;
+
+	if (r->seq == 0)
+		return;
+	if (n > room)
+		n = room;
+	r->count = r->digest = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		if (e[i].seq != epoch)
+			continue;
+		r->count++;
+		r->digest += wc_entry_digest(i, e[i].origin_block, epoch);
+	}
+	r->crc = wc_record_crc(r);
+}
+
 /* Everything a user may do with a cache that opened. */
 static void exercise(wc_cache *c, struct fault_origin *fo)
 {
@@ -236,6 +267,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		sb->crc = wc_sb_crc(sb);
 	}
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
+		if (flags & FUZZ_FIX_RECORDS)
+			record_match(img, meta_len, i);
+		else if (flags & FUZZ_FIX_RECORD_CRC)
+			wc_pmem_record(img, i)->crc = wc_record_crc(wc_pmem_record(img, i));
+	}
 	if (write_image(img, template_len) != 0 || origin_new(&fo) != 0)
 		abort();
 	config(&cfg);
@@ -275,13 +312,17 @@ static int save_seed(const char *dir, const char *name, unsigned flags, const ui
 	return fclose(f) == 0 ? 0 : -EIO;
 }
 
-/* Seeds aimed at each refusal of wc_open and at recovery's classes of
- * entries (see recover.c): short where only the superblock matters. */
+/* Seeds aimed at each refusal of wc_open, at recovery's classes of entries
+ * (see recover.c) and at each way a commit record can decide the commit
+ * point (format.c, wc_commit_point): short where only the superblock
+ * matters.  All of format version 2, from the template, except the one
+ * that checks version 1 is refused. */
 static int make_corpus(const char *dir)
 {
 	uint8_t *img;
 	struct wc_pmem_sb *sb;
 	struct wc_pmem_entry *e;
+	struct wc_pmem_record *rec;
 	struct wc_layout l;
 	int ret = 0;
 
@@ -293,8 +334,19 @@ static int make_corpus(const char *dir)
 	sb = wc_sb(img);
 	wc_layout_for_blocks(&l, CACHE_BLOCKS, BS);
 	e = wc_pmem_entry(img, &l, 0);
-
+	rec = wc_pmem_record(img, 0);
 #define RESET() memcpy(img, template_img, meta_len)
+	RESET();
+	/* The record seeds below start from the template's: slot 0 valid,
+	 * above the floor, slot 1 empty. */
+	if (rec[0].seq == 0 || rec[0].seq <= sb->seq_count || rec[1].seq != 0) {
+		fprintf(stderr, "fuzz_open: the template's records are not as the seeds expect "
+		                "(floor %" PRIu64 ", slot 0 seq %" PRIu64 ", slot 1 seq %" PRIu64 ")\n",
+		        sb->seq_count, rec[0].seq, rec[1].seq);
+		free(img);
+		return -EINVAL;
+	}
+
 	RESET();
 	ret |= save_seed(dir, "valid", 0, img, meta_len);
 	ret |= save_seed(dir, "valid-sb-only", 0, img, 512);
@@ -329,24 +381,103 @@ static int make_corpus(const char *dir)
 	ret |= save_seed(dir, "origin-too-small", FUZZ_FIX_CRC, img, 512);
 	RESET();
 	sb->seq_count = 0;
+	memset(rec, 0, WC_RECORD_SLOTS * sizeof(*rec));
 	ret |= save_seed(dir, "nothing-committed", 0, img, meta_len);
 	RESET();
-	sb->seq_count = UINT64_MAX;
+	sb->seq_count = 1; /* the floor above every entry's seq */
+	for (unsigned i = 0; i < CACHE_BLOCKS; i++)
+		if (e[i].seq != WC_NONE && e[i].seq >= sb->seq_count)
+			sb->seq_count = e[i].seq + 1;
 	ret |= save_seed(dir, "all-committed", 0, img, meta_len);
 	RESET();
 	e[1].origin_block = ORIGIN_BLOCKS;
-	ret |= save_seed(dir, "entry-outside-origin", FUZZ_FIX_CRC, img, meta_len);
+	ret |= save_seed(dir, "entry-outside-origin", FUZZ_FIX_CRC | FUZZ_FIX_RECORDS, img, meta_len);
 	RESET();
 	e[1] = e[0];
-	ret |= save_seed(dir, "duplicate-entry", FUZZ_FIX_CRC, img, meta_len);
+	ret |= save_seed(dir, "duplicate-entry", FUZZ_FIX_CRC | FUZZ_FIX_RECORDS, img, meta_len);
 	RESET();
 	for (unsigned i = 0; i < CACHE_BLOCKS; i++)
 		e[i].origin_block = 3;
-	ret |= save_seed(dir, "one-block-everywhere", FUZZ_FIX_CRC, img, meta_len);
+	ret |= save_seed(dir, "one-block-everywhere", FUZZ_FIX_CRC | FUZZ_FIX_RECORDS, img, meta_len);
 	RESET();
 	for (unsigned i = 0; i < CACHE_BLOCKS; i++)
 		e[i].seq = e[i].seq == WC_NONE ? 0 : e[i].seq;
-	ret |= save_seed(dir, "free-entries-committed", FUZZ_FIX_CRC, img, meta_len);
+	ret |= save_seed(dir, "free-entries-committed", FUZZ_FIX_CRC | FUZZ_FIX_RECORDS, img, meta_len);
+
+	/* Format version 1 (seq_count alone): refused with what to do. */
+	RESET();
+	sb->version = 1;
+	ret |= save_seed(dir, "format-version-1", FUZZ_FIX_CRC, img, 512);
+	/* Found by the fuzzer (version 1 form): an origin of one block, which
+	 * the harness's own discard once hit. */
+	RESET();
+	sb->n_blocks = 3;
+	sb->origin_size = BS;
+	ret |= save_seed(dir, "one-block-origin", FUZZ_FIX_CRC | FUZZ_FIX_MAGIC, img, WC_SEQ_OFFSET + 1);
+	/* Found by the fuzzer (version 1 form): a floor so close to 2^64 that
+	 * one commit made the image unreadable; refused at open since. */
+	RESET();
+	sb->seq_count = UINT64_MAX - 2;
+	ret |= save_seed(dir, "seq-count-at-limit", 0, img, WC_SEQ_OFFSET + 8);
+
+	/* The commit records.  Slot 0 holds the commit of epoch 0 (seq 1),
+	 * the floor is 0: the template's committed blocks hang on it. */
+	RESET();
+	rec[0].crc ^= 1;
+	ret |= save_seed(dir, "record-torn", 0, img, meta_len);
+	RESET();
+	rec[0].seq = WC_SEQ_MAX;
+	rec[0].crc = wc_record_crc(&rec[0]);
+	ret |= save_seed(dir, "record-seq-out-of-range", 0, img, meta_len);
+	RESET();
+	rec[0].count++;
+	ret |= save_seed(dir, "record-count-mismatch", FUZZ_FIX_RECORD_CRC, img, meta_len);
+	RESET();
+	rec[0].digest ^= 1ull << 17;
+	ret |= save_seed(dir, "record-digest-mismatch", FUZZ_FIX_RECORD_CRC, img, meta_len);
+	RESET();
+	for (unsigned i = 0; i < CACHE_BLOCKS; i++) {
+		if (e[i].seq == rec[0].seq - 1) {
+			e[i].seq = WC_NONE; /* one entry of the epoch did not land */
+			break;
+		}
+	}
+	ret |= save_seed(dir, "record-entry-missing", 0, img, meta_len);
+	RESET();
+	for (unsigned i = 0; i < CACHE_BLOCKS; i++) {
+		if (e[i].seq == rec[0].seq - 1) {
+			e[i].origin_block ^= 1; /* torn: another block, same count */
+			break;
+		}
+	}
+	ret |= save_seed(dir, "record-entry-torn", 0, img, meta_len);
+	/* The commit of epoch 1 (the template's uncommitted writes) landed:
+	 * both slots valid, the newer decides. */
+	RESET();
+	rec[1].seq = rec[0].seq + 1;
+	ret |= save_seed(dir, "record-both-slots", FUZZ_FIX_RECORDS, img, meta_len);
+	/* ... or did not: the newer does not match, the older stands in. */
+	RESET();
+	rec[1].seq = rec[0].seq + 1;
+	rec[1].count = CACHE_BLOCKS + 1;
+	ret |= save_seed(dir, "record-fallback", FUZZ_FIX_RECORD_CRC, img, meta_len);
+	/* Records below the floor say nothing. */
+	RESET();
+	sb->seq_count = rec[0].seq + 1;
+	ret |= save_seed(dir, "record-below-floor", 0, img, meta_len);
+	/* No records: the floor alone. */
+	RESET();
+	memset(rec, 0, WC_RECORD_SLOTS * sizeof(*rec));
+	ret |= save_seed(dir, "record-none", 0, img, meta_len);
+	/* A valid record at the top of the seq range: the next commit would
+	 * reach 2^63 (the cache must stop there, not make an unreadable image). */
+	RESET();
+	for (unsigned i = 0; i < CACHE_BLOCKS; i++)
+		if (e[i].seq == rec[0].seq - 1)
+			e[i].seq = WC_SEQ_MAX - 2;
+	memset(rec, 0, WC_RECORD_SLOTS * sizeof(*rec));
+	rec[(WC_SEQ_MAX - 2) % 2].seq = WC_SEQ_MAX - 1;
+	ret |= save_seed(dir, "record-seq-at-limit", FUZZ_FIX_RECORDS, img, meta_len);
 #undef RESET
 	free(img);
 	return ret ? -EIO : 0;

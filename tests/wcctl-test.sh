@@ -3,11 +3,16 @@
 #
 # wcctl-test.sh -- every wcctl subcommand, failures included, as TAP.
 #
-# Images are crafted by hand (printf + dd) from the byte layout in
-# lib/format.h: superblock at 0 (seq_count at 256, CRC over bytes 8..87),
-# entries of 16 bytes {origin_block, seq} from 4096, data at the offset
-# `wcctl create` prints.  So the test also checks that the tools and the
-# library read that layout the way it is documented.
+# Images are crafted by hand (printf + dd) from the byte layout of format
+# version 2 (lib/format.h, docs/FORMAT.md): superblock at 0 (CRC over bytes
+# 8..87), the floor seq_count at 256, two commit records of 64 bytes at 320
+# and 384 ({seq, count, digest, crc32c of bytes 0..23}, the digest a sum of
+# wc_entry_digest, both computed here in bash), entries of 16 bytes
+# {origin_block, seq} from 4096, data at the offset `wcctl create` prints.
+# An entry is committed when its seq is below the commit point: the floor,
+# or the newest intact record above it if its epoch's entries match.  So
+# the test also checks that the tools and the library read that layout the
+# way it is documented.
 #
 # Needs: $WC_TEST_BUILDDIR (set by `make check`, else the current directory),
 # /dev/shm; python3 for the JSON checks (skipped without it).
@@ -73,6 +78,45 @@ le64() {
 poke() { le64 "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
 # entry FILE INDEX ORIGIN_BLOCK SEQ
 entry() { { le64 "$3"; le64 "$4"; } | dd of="$1" bs=1 seek=$((4096 + 16 * $2)) conv=notrunc status=none; }
+# CRC32C (Castagnoli, reflected, init and xorout ~0) of the bytes given as
+# numbers, e.g. crc32c 49 50 51.
+crc32c() {
+	local crc=$((0xffffffff)) b k
+	for b in "$@"; do
+		crc=$((crc ^ b))
+		for k in 0 1 2 3 4 5 6 7; do
+			crc=$(((crc >> 1) ^ (0x82F63B78 & -(crc & 1))))
+		done
+	done
+	echo $((crc ^ 0xffffffff))
+}
+# The little-endian bytes of 64-bit values, as numbers (for crc32c).
+bytes64() {
+	local v k
+	for v in "$@"; do
+		for k in 0 8 16 24 32 40 48 56; do echo -n "$(((v >> k) & 0xff)) "; done
+	done
+}
+# wc_entry_digest IDX ORIGIN SEQ (format.h): bash arithmetic wraps at 64
+# bits like uint64_t; >> is arithmetic, so the logical shift masks.
+digest() {
+	local h=$(($2 ^ ($1 * 0x9E3779B97F4A7C15) ^ ($3 * 0xC2B2AE3D27D4EB4F)))
+	h=$((h ^ ((h >> 33) & 0x7FFFFFFF)))
+	h=$((h * 0xff51afd7ed558ccd))
+	h=$((h ^ ((h >> 33) & 0x7FFFFFFF)))
+	h=$((h * 0xc4ceb9fe1a85ec53))
+	h=$((h ^ ((h >> 33) & 0x7FFFFFFF)))
+	echo $h
+}
+# record FILE SLOT SEQ COUNT DIGEST [CRC]: store one commit record (64 bytes
+# at 320 + 64 * SLOT); the CRC is computed unless given.
+record() {
+	local crc=${6:-$(crc32c $(bytes64 "$3" "$4" "$5"))}
+	{ le64 "$3"; le64 "$4"; le64 "$5"; le64 "$crc"; head -c 32 /dev/zero; } |
+		dd of="$1" bs=1 seek=$((320 + 64 * $2)) conv=notrunc status=none
+}
+# no_records FILE: both slots empty, as format leaves them.
+no_records() { head -c 128 /dev/zero | dd of="$1" bs=1 seek=320 conv=notrunc status=none; }
 # block FILE OFFSET COUNT (4 KiB blocks) -> stdout
 block() { dd if="$1" bs=4096 skip="$2" count="${3:-1}" status=none; }
 rows() { grep -vc '^#' "$D/out"; }
@@ -82,6 +126,14 @@ have_python=no
 command -v python3 >/dev/null 2>&1 && have_python=yes
 json_ok() { python3 -m json.tool "$D/out" >/dev/null 2>&1; }
 json_get() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$D/out" "$1"; }
+# json_path KEY...: a nested value (numbers index lists), e.g. commit records 0 state
+json_path() {
+	python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]:
+    d = d[int(k)] if k.isdigit() else d[k]
+print(d)' "$D/out" "$@"
+}
 
 cache=$D/cache
 origin=$D/origin
@@ -195,7 +247,8 @@ run 0 "check after writeback" "0 committed" -- "$W" check "$cache"
 
 # ---- damaged images --------------------------------------------------------
 cp "$cache" "$D/clean"    # clean and empty after the writeback
-damaged() { cp "$D/clean" "$D/bad"; }
+# Each case sets the floor itself; no record may move the point above it.
+damaged() { cp "$D/clean" "$D/bad"; no_records "$D/bad"; }
 
 damaged
 entry "$D/bad" 5 9 1
@@ -236,6 +289,14 @@ damaged
 printf '\x01' | dd of="$D/bad" bs=1 seek=40 conv=notrunc status=none   # inside the uuid
 run 1 "check: superblock CRC mismatch" "CRC32C mismatch" -- "$W" check "$D/bad"
 run 1 "dump refuses a bad superblock" "CRC32C" -- "$W" dump "$D/bad"
+if [ $have_python = yes ]; then
+	run 1 "check --json: superblock CRC mismatch" -- "$W" check --json "$D/bad"
+	assert "check --json names the superblock error" \
+		test "$(json_path superblock ok) $(json_path result)" = "False damaged"
+else
+	skip "check --json: superblock CRC mismatch" "no python3"
+	skip "check --json names the superblock error" "no python3"
+fi
 run 1 "status refuses a bad superblock" "CRC32C" -- "$W" status "$D/bad" "$origin"
 
 damaged
@@ -254,6 +315,143 @@ truncate -s 1M "$D/zero"
 run 1 "check: never formatted" "no cache here" -- "$W" check "$D/zero"
 run 1 "check: missing file" "No such file" -- "$W" check "$D/nonexistent"
 run 1 "check: a directory" "directory" -- "$W" check "$D"
+
+# ---- commit records -----------------------------------------------------------
+# Floor 2; entries 5 and 6 hold epoch 2 (origin blocks 9 and 10), entry 7
+# epoch 1 (origin block 11, committed by the floor).  The commit of epoch 2
+# writes slot 0 = {seq 3, count 2, digest of entries 5 and 6}.
+rec_image() {
+	cp "$D/clean" "$D/rec"
+	no_records "$D/rec"
+	poke "$D/rec" 256 2
+	entry "$D/rec" 5 9 2
+	entry "$D/rec" 6 10 2
+	entry "$D/rec" 7 11 1
+}
+dig2=$(($(digest 5 9 2) + $(digest 6 10 2)))
+
+rec_image
+record "$D/rec" 0 3 2 "$dig2"
+sum_before=$(md5sum <"$D/rec")
+run 0 "check: a valid record above the floor commits its epoch" \
+	"commit point 3 \(from record 0\)" -- "$W" check "$D/rec"
+assert "check: the record's entries count as committed" \
+	grep -q "3 committed (dirty), 0 superseded, 0 uncommitted" "$D/out"
+assert "check: record 0 is valid, its 2 entries found" \
+	grep -q "record 0 (offset 320): seq 3, count 2, intact, valid (2 entries of epoch 2 match)" "$D/out"
+assert "check: the floor is printed" grep -q "floor seq_count 2 (offset 256)" "$D/out"
+assert "check did not modify the image" test "$(md5sum <"$D/rec")" = "$sum_before"
+run 0 "dump: the record's entries are committed" -- "$W" dump "$D/rec"
+assert "dump: entry 5 (epoch 2) is committed" grep -Eq "^ +5 +4176 +9 +2 +committed " "$D/out"
+assert "dump: the commit point in the header" grep -q "^# commit point 3 (from record 0)" "$D/out"
+run 0 "status of the record image (recovery takes the record)" "3 dirty blocks" -- \
+	"$W" status "$D/rec" "$origin"
+assert "status: the commit point at open came from record 0, floor 2" \
+	grep -q "^at open        commit point 3 (from record 0), floor seq_count 2" "$D/out"
+assert "status: recovery raised the floor to the record" \
+	grep -q "^commit point   3 (from the floor), floor seq_count 3" "$D/out"
+if [ $have_python = yes ]; then
+	rec_image
+	record "$D/rec" 0 3 2 "$dig2"
+	run 0 "status --json of the record image" -- "$W" status --json "$D/rec" "$origin"
+	assert "status --json is valid JSON" json_ok
+	assert "status --json: commit_at_open from record 0, valid" \
+		test "$(json_path commit_at_open point) $(json_path commit_at_open source) $(json_path commit_at_open records 0 valid)" = "3 record 0 True"
+	assert "status --json: after close the floor is 3 and covers record 0" \
+		test "$(json_path commit floor) $(json_path commit records 0 state) $(json_path commit records 1 state)" = "3 covered empty"
+else
+	skip "status --json of the record image" "no python3"; skip "status --json is valid JSON" "no python3"
+	skip "status --json: commit_at_open from record 0, valid" "no python3"
+	skip "status --json: after close the floor is 3 and covers record 0" "no python3"
+fi
+if [ $have_python = yes ]; then
+	rec_image
+	record "$D/rec" 0 3 2 "$dig2"
+	run 0 "check --json of the record image" -- "$W" check --json "$D/rec"
+	assert "check --json is valid JSON" json_ok
+	assert "check --json: commit point 3 from record 0, clean" \
+		test "$(json_path commit point) $(json_path commit source) $(json_path commit records 0 state) $(json_path result)" = "3 record 0 valid clean"
+	assert "check --json: 3 committed entries" test "$(json_path entries committed)" = 3
+	run 0 "dump --json of the record image" -- "$W" dump --json "$D/rec"
+	assert "dump --json is valid JSON" json_ok
+	assert "dump --json: entry 6 (epoch 2) committed, the floor 2" \
+		test "$(json_path entries 1 index) $(json_path entries 1 state) $(json_path commit floor)" = "6 committed 2"
+	record "$D/rec" 0 3 3 "$dig2"
+	run 0 "check --json of a mismatching record" -- "$W" check --json "$D/rec"
+	assert "check --json: the record is a mismatch, reported as info" \
+		test "$(json_path commit records 0 state) $(json_path commit records 0 found) $(json_path problems 0 kind)" = "mismatch 2 info"
+else
+	for t in "check --json of the record image" "check --json is valid JSON" \
+		"check --json: commit point 3 from record 0, clean" "check --json: 3 committed entries" \
+		"dump --json of the record image" "dump --json is valid JSON" \
+		"dump --json: entry 6 (epoch 2) committed, the floor 2" \
+		"check --json of a mismatching record" "check --json: the record is a mismatch, reported as info"; do
+		skip "$t" "no python3"
+	done
+fi
+rec_image
+record "$D/rec" 0 3 2 "$dig2"
+run 0 "status of the record image, again" "3 dirty blocks" -- "$W" status "$D/rec" "$origin"
+run 0 "check after recovery: floor 3, record 0 below it" \
+	"record 0 \(offset 320\): seq 3, count 2, intact, covered by the floor" -- "$W" check "$D/rec"
+assert "check after recovery: the 3 blocks are still committed" \
+	grep -q "3 committed (dirty), 0 superseded, 0 uncommitted" "$D/out"
+
+rec_image
+record "$D/rec" 0 3 3 "$dig2"          # claims 3 entries, 2 hold epoch 2
+sum_before=$(md5sum <"$D/rec")
+run 0 "check: a record whose count does not match leaves its epoch uncommitted" \
+	"commit point 2 \(from the floor\)" -- "$W" check "$D/rec"
+assert "check: only the floor's entry is committed" \
+	grep -q "1 committed (dirty), 0 superseded, 2 uncommitted" "$D/out"
+assert "check reports the mismatching record as info" \
+	grep -q "^info: record 0 (offset 320): seq 3 claims 3 entries of epoch 2, the entries hold 2: that commit did not happen" "$D/out"
+assert "check did not modify the image" test "$(md5sum <"$D/rec")" = "$sum_before"
+run 0 "dump: the mismatching record's entries are uncommitted" -- "$W" dump "$D/rec"
+assert "dump: entry 6 (epoch 2) is uncommitted" grep -Eq "^ +6 +4192 +10 +2 +uncommitted " "$D/out"
+assert "dump: record 0 NOT valid" grep -q "^# record 0 (offset 320): seq 3, count 3, intact, NOT valid" "$D/out"
+run 0 "status of the mismatching image (recovery drops the epoch)" "1 dirty blocks" -- \
+	"$W" status "$D/rec" "$origin"
+run 0 "check after recovery: the record is erased, the epoch's entries freed" \
+	"record 0 \(offset 320\): empty" -- "$W" check "$D/rec"
+assert "check after recovery: 1 committed, nothing uncommitted" \
+	grep -q "1 committed (dirty), 0 superseded, 0 uncommitted" "$D/out"
+
+rec_image
+entry "$D/rec" 6 12 2                  # the right count, but another block: the digest differs
+record "$D/rec" 0 3 2 "$dig2"
+run 0 "check: a record whose digest does not match leaves its epoch uncommitted" \
+	"commit point 2 \(from the floor\)" -- "$W" check "$D/rec"
+assert "check names the digest" grep -q "the entries hold 2 with another digest" "$D/out"
+
+rec_image
+record "$D/rec" 0 3 2 "$dig2" 12345    # a torn line: the CRC does not hold
+run 0 "check: a torn record is ignored" "commit point 2 \(from the floor\)" -- "$W" check "$D/rec"
+assert "check reports the torn record" grep -q "^info: record 0 (offset 320): torn" "$D/out"
+assert "check: the torn record's epoch is uncommitted" \
+	grep -q "1 committed (dirty), 0 superseded, 2 uncommitted" "$D/out"
+
+rec_image
+poke "$D/rec" 256 1
+record "$D/rec" 1 2 1 "$(digest 7 11 1)"   # the commit of epoch 1, valid
+record "$D/rec" 0 3 3 "$dig2"              # the commit of epoch 2, not complete
+run 0 "check: the other slot stands in when the newest record does not match" \
+	"commit point 2 \(from record 1\)" -- "$W" check "$D/rec"
+assert "check: record 1 is the commit point" \
+	grep -q "record 1 (offset 384): seq 2, count 1, intact: the commit point" "$D/out"
+assert "check: epoch 1 committed, epoch 2 not" \
+	grep -q "1 committed (dirty), 0 superseded, 2 uncommitted" "$D/out"
+run 0 "status recovers from the other slot" "1 dirty blocks" -- "$W" status "$D/rec" "$origin"
+assert "status: the commit point at open came from record 1" \
+	grep -q "^at open        commit point 2 (from record 1), floor seq_count 1" "$D/out"
+
+rec_image
+poke "$D/rec" 256 5
+record "$D/rec" 0 3 7 12345 "$(crc32c $(bytes64 3 7 12345))"  # intact, below the floor
+run 0 "check: a record below the floor is covered by it" \
+	"record 0 \(offset 320\): seq 3, count 7, intact, covered by the floor" -- "$W" check "$D/rec"
+assert "check: the floor commits everything below it" \
+	grep -q "3 committed (dirty), 0 superseded, 0 uncommitted" "$D/out"
 
 # ---- calibrate ---------------------------------------------------------------
 run 0 "calibrate" "measured .*" -- "$W" calibrate

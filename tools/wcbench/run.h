@@ -97,7 +97,13 @@ struct run_ctx {
 	 * other processes share the cores. */
 	double scaling_cache_cpu, scaling_floor_cpu;
 	struct wc_stats final;
-	bool goal_applies, goal_floor_met, goal_scaling_met;
+	/* The performance targets this run can judge (docs/performance.md). */
+	unsigned ntargets;
+	struct run_target {
+		const char *what;        /* "4 KiB random writes, 1 thread: cache / (floor + lock)" */
+		double value, min;
+		bool met;
+	} targets[2];
 };
 
 /* run_phase.c: run `threads` workers against the cache or the floor; with

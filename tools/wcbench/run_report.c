@@ -138,17 +138,11 @@ void run_report_text(const struct run_ctx *x)
 	       (unsigned long long)x->final.free_blocks, (unsigned long long)x->final.dirty_blocks,
 	       (unsigned long long)x->final.writeback_blocks,
 	       wcb_size_str(s1, sizeof(s1), x->final.dram_bytes), x->final.error);
-	if (!x->goal_applies) {
-		printf("goal (issue 3): applies to randwrite, bs 4 KiB, no FUA/flush, working set "
-		       "held without write-back -- not judged here\n");
-		return;
-	}
-	if (x->configs[0].threads == 1)
-		printf("goal (issue 3): 1 thread cache/floor %.3f >= 0.80: %s\n", x->configs[0].ratio_med,
-		       x->goal_floor_met ? "met" : "NOT met");
-	if (x->nconfigs == 2)
-		printf("goal (issue 3): 2 threads / 1 thread %.3f >= 1.70: %s\n", x->scaling_cache,
-		       x->goal_scaling_met ? "met" : "NOT met");
+	if (!x->ntargets)
+		printf("target: none of docs/performance.md applies to this run\n");
+	for (unsigned k = 0; k < x->ntargets; k++)
+		printf("target: %s %.3f >= %.2f: %s\n", x->targets[k].what, x->targets[k].value,
+		       x->targets[k].min, x->targets[k].met ? "met" : "NOT met");
 }
 
 static void json_hist(const char *name, const struct wcb_hist *h)
@@ -270,14 +264,12 @@ void run_report_json(const struct run_ctx *x)
 	       (unsigned long long)x->final.dirty_blocks,
 	       (unsigned long long)x->final.writeback_blocks,
 	       (unsigned long long)x->final.dram_bytes, x->final.error);
-	printf("  \"goal\": {\"applies\": %s", x->goal_applies ? "true" : "false");
-	if (x->goal_applies) {
-		if (x->configs[0].threads == 1)
-			printf(", \"floor_ratio\": %.4f, \"floor_ratio_met\": %s", x->configs[0].ratio_med,
-			       x->goal_floor_met ? "true" : "false");
-		if (x->nconfigs == 2)
-			printf(", \"scaling\": %.4f, \"scaling_met\": %s", x->scaling_cache,
-			       x->goal_scaling_met ? "true" : "false");
+	printf("  \"targets\": [");
+	for (unsigned k = 0; k < x->ntargets; k++) {
+		printf("%s{\"what\": ", k ? ", " : "");
+		wcb_json_str(stdout, x->targets[k].what);
+		printf(", \"value\": %.4f, \"min\": %.2f, \"met\": %s}", x->targets[k].value,
+		       x->targets[k].min, x->targets[k].met ? "true" : "false");
 	}
-	printf("}\n}\n");
+	printf("]\n}\n");
 }

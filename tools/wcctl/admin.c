@@ -27,6 +27,19 @@ static bool read_sb(const char *path, struct wcctl_image *img)
 	return ret == 0;
 }
 
+/* The superblock and the commit point (floor, records) as the file holds
+ * them now; the values stay in *img after it is closed. */
+static bool read_commit(const char *path, struct wcctl_image *img)
+{
+	int ret = wcctl_image_open(img, path);
+
+	if (!ret)
+		ret = wcctl_image_commit(img);
+	if (img->fd >= 0)
+		wcctl_image_close(img);
+	return ret == 0;
+}
+
 static void create_usage(FILE *f)
 {
 	fprintf(f,
@@ -123,7 +136,9 @@ static void status_usage(FILE *f)
 	        "  write_hits_uncommitted write_hits_committed writes_around writes_allocate\n"
 	        "  writes_blocked_on_freelist flushes discards\n"
 	        "and a readable view, then close it.  The I/O counters count since this\n"
-	        "open, so they are zero here; blocks, free and error describe the image.\n\n"
+	        "open, so they are zero here; blocks, free and error describe the image.\n"
+	        "The view shows the commit point (floor, both commit records) the image\n"
+	        "had before the open and has after the close.\n\n"
 	        "  --options S  configuration for the open (e.g. pmem_force=nt)\n"
 	        "  --json       one JSON object instead\n"
 	        "  --help\n");
@@ -154,8 +169,10 @@ struct status_view {
 	uint64_t size;
 	struct wc_pmem_info pmem;
 	const char *pmem_source;
-	struct wcctl_image img;
+	struct wcctl_image img;        /* after wc_close */
 	bool sb_ok;
+	struct wcctl_image before;     /* before wc_open: what recovery started from */
+	bool before_ok;
 	/* st.granularity and st.origin_mode point into the cache: copies
 	 * that outlive wc_close */
 	char granularity[16], origin_mode[160];
@@ -197,6 +214,17 @@ static void status_json(const struct status_view *v)
 	wcctl_json_str(stdout, v->sb_ok ? wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid) : NULL);
 	printf(",\n  \"seq_count\": %" PRIu64 ",\n  \"format_time\": %" PRIu64 ",\n",
 	       v->sb_ok ? v->img.sb.seq_count : 0, v->sb_ok ? v->img.sb.format_time : 0);
+	printf("  \"commit\": ");
+	if (v->sb_ok)
+		wcctl_json_commit(stdout, &v->img, "  ");
+	else
+		printf("null");
+	printf(",\n  \"commit_at_open\": ");
+	if (v->before_ok)
+		wcctl_json_commit(stdout, &v->before, "  ");
+	else
+		printf("null");
+	printf(",\n");
 	printf("  \"flush_policy\": {\"source\": ");
 	wcctl_json_str(stdout, v->pmem_source);
 	printf(", \"threshold\": ");
@@ -216,16 +244,27 @@ static void status_json(const struct status_view *v)
 static void status_text(const struct status_view *v)
 {
 	const struct wc_stats *st = &v->st;
-	char s1[32], s2[32], uuid[40], when[64], thr[48];
+	char s1[32], s2[32], uuid[40], when[64], thr[48], line[256];
 
 	status_line(st);
 	printf("\n");
 	printf("cache          %s: %" PRIu64 " blocks of %u B (%s)\n", v->cache, st->blocks,
 	       v->block_size, wcctl_size_str(s1, sizeof(s1), st->blocks * (uint64_t)v->block_size));
-	if (v->sb_ok)
-		printf("               uuid %s, formatted %s, seq_count %" PRIu64 "\n",
+	if (v->sb_ok) {
+		printf("               uuid %s, formatted %s\n",
 		       wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid),
-		       wcctl_time_str(when, sizeof(when), v->img.sb.format_time), v->img.sb.seq_count);
+		       wcctl_time_str(when, sizeof(when), v->img.sb.format_time));
+		printf("commit point   %" PRIu64 " (from %s%s), floor seq_count %" PRIu64 "\n",
+		       v->img.cp.seq, v->img.cp_slot < 0 ? "the " : "",
+		       wcctl_commit_source(s1, sizeof(s1), &v->img), v->img.cp.floor);
+		for (unsigned i = 0; i < WC_RECORD_SLOTS; i++)
+			printf("%s%u: %s\n", i ? "               record " : "records        record ", i,
+			       wcctl_record_str(line, sizeof(line), &v->img, i));
+	}
+	if (v->before_ok)
+		printf("at open        commit point %" PRIu64 " (from %s%s), floor seq_count %" PRIu64
+		       "\n", v->before.cp.seq, v->before.cp_slot < 0 ? "the " : "",
+		       wcctl_commit_source(s1, sizeof(s1), &v->before), v->before.cp.floor);
 	printf("origin         %s: %s\n", v->origin, wcctl_size_str(s1, sizeof(s1), v->size));
 	printf("origin mode    %s\n", st->origin_mode);
 	if (st->error)
@@ -294,6 +333,9 @@ int wcctl_status(int argc, char **argv)
 	v.origin = argv[optind + 1];
 	cfg.no_threads = true;
 
+	/* The commit point recovery is about to settle (a refusal below
+	 * names the problem itself). */
+	v.before_ok = read_commit(v.cache, &v.before);
 	ret = wc_open(&c, v.cache, v.origin, &cfg);
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
@@ -315,7 +357,7 @@ int wcctl_status(int argc, char **argv)
 	 * its options or the environment (wc_stats says which). */
 	v.pmem = v.st.pmem;
 	v.pmem_source = v.st.pmem_source;
-	v.sb_ok = read_sb(v.cache, &v.img);
+	v.sb_ok = read_commit(v.cache, &v.img);
 	if (json)
 		status_json(&v);
 	else

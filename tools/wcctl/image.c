@@ -5,11 +5,15 @@
  * through a read-only mapping.  Nothing here ever writes the file, so
  * `wcctl check` and `wcctl dump` are safe on an image kept for a post-mortem.
  *
- * The classification follows recovery (lib/recover.c) entry by entry, but
+ * The commit point is the library's own (wc_commit_point: the floor
+ * seq_count, or a commit record above it whose entries match); the tool
+ * adds what each record slot says, so a reader sees why.  The
+ * classification follows recovery (lib/recover.c) entry by entry, but
  * looks at the whole picture: recovery stops at the first inconsistency,
  * a check wants to list them all.
  */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -59,6 +63,14 @@ int wcctl_image_open(struct wcctl_image *img, const char *path)
 		wcctl_image_close(img);
 		return wc_err_sys(err, "%s: read superblock", path);
 	}
+	got = pread(img->fd, img->rec, sizeof(img->rec), WC_RECORD_OFFSET);
+	if (got < 0) {
+		int err = -errno;
+
+		wcctl_image_close(img);
+		return wc_err_sys(err, "%s: read the commit records at offset %u", path,
+		                  WC_RECORD_OFFSET);
+	}
 	ret = wc_sb_validate(&img->sb, img->file_size, path, &img->layout);
 	img->sb_ok = ret == 0;
 	return ret;
@@ -95,7 +107,8 @@ static void classify_runs(struct wcctl_image *img, const struct key *k, size_t n
 			if (k[j].seq == k[j - 1].seq) {
 				/* Two committed versions of one block in one commit: the
 				 * protocol never writes that (a rewrite in the same epoch
-				 * reuses the entry), so the metadata is corrupt. */
+				 * invalidates the older entry, and the commit's record
+				 * counts only the newer), so the metadata is corrupt. */
 				struct wcctl_entry_info *prev = &img->info[k[j - 1].idx];
 
 				if (prev->state != WCCTL_DUPLICATE) {
@@ -120,14 +133,40 @@ static void classify_runs(struct wcctl_image *img, const struct key *k, size_t n
 	}
 }
 
-int wcctl_image_classify(struct wcctl_image *img)
+static bool all_zero(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* Count the entries of a record's epoch and check its digest. */
+static void record_scan(struct wcctl_image *img, unsigned slot)
+{
+	const struct wc_pmem_record *r = &img->rec[slot];
+	struct wcctl_record_info *ri = &img->rinfo[slot];
+	uint64_t epoch = r->seq - 1, digest = 0;
+
+	ri->found = 0;
+	for (uint64_t i = 0; i < img->layout.n_blocks; i++) {
+		if (img->entries[i].seq != epoch)
+			continue;
+		ri->found++;
+		digest += wc_entry_digest(i, img->entries[i].origin_block, epoch);
+	}
+	ri->matches = ri->found == r->count && digest == r->digest;
+}
+
+int wcctl_image_commit(struct wcctl_image *img)
 {
 	const struct wc_layout *l = &img->layout;
-	uint64_t seq_count = img->sb.seq_count;
-	uint64_t origin_blocks = img->sb.origin_size / l->block_size;
-	struct key *keys;
-	size_t nk = 0;
+	int top = -1;
 
+	if (img->cp_ok)
+		return 0;
 	if (!img->sb_ok)
 		return wc_err(-EINVAL, "%s: superblock not valid, entries not read", img->path);
 	img->map_len = l->entries_offset + l->n_blocks * sizeof(struct wc_pmem_entry);
@@ -138,6 +177,53 @@ int wcctl_image_classify(struct wcctl_image *img)
 		                  img->map_len);
 	}
 	img->entries = (const struct wc_pmem_entry *)((const char *)img->map + l->entries_offset);
+	wc_commit_point(&img->sb, img->rec, img->entries, l->n_blocks, &img->cp);
+
+	/* What each slot says, by the rule wc_commit_point applies: the newest
+	 * intact record above the floor decides, the other slot stands in. */
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
+		struct wcctl_record_info *ri = &img->rinfo[i];
+
+		memset(ri, 0, sizeof(*ri));
+		ri->intact = wc_record_intact(&img->rec[i]);
+		if (!ri->intact)
+			continue;
+		record_scan(img, i);
+		if (top < 0 || img->rec[i].seq > img->rec[top].seq)
+			top = (int)i;
+	}
+	img->cp_slot = -1;
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
+		const struct wc_pmem_record *r = &img->rec[i];
+		struct wcctl_record_info *ri = &img->rinfo[i];
+
+		if (!ri->intact)
+			ri->state = all_zero(r, sizeof(*r)) ? WCCTL_REC_EMPTY : WCCTL_REC_TORN;
+		else if (r->seq <= img->cp.floor)
+			ri->state = WCCTL_REC_COVERED;
+		else if ((int)i == top)
+			ri->state = ri->matches ? WCCTL_REC_VALID : WCCTL_REC_MISMATCH;
+		else
+			ri->state = img->rinfo[top].matches ? WCCTL_REC_OLDER : WCCTL_REC_FALLBACK;
+		if ((ri->state == WCCTL_REC_VALID || ri->state == WCCTL_REC_FALLBACK) &&
+		    r->seq == img->cp.seq)
+			img->cp_slot = (int)i;
+	}
+	img->cp_ok = true;
+	return 0;
+}
+
+int wcctl_image_classify(struct wcctl_image *img)
+{
+	const struct wc_layout *l = &img->layout;
+	uint64_t origin_blocks = img->sb.origin_size / l->block_size, point;
+	struct key *keys;
+	size_t nk = 0;
+	int ret = wcctl_image_commit(img);
+
+	if (ret)
+		return ret;
+	point = img->cp.seq; /* committed: seq below the commit point */
 	img->info = calloc(l->n_blocks, sizeof(*img->info));
 	if (!img->info)
 		return wc_err(-ENOMEM, "%s: classify %llu entries", img->path,
@@ -150,7 +236,7 @@ int wcctl_image_classify(struct wcctl_image *img)
 		if (pe->seq == WC_NONE) {
 			e->state = WCCTL_FREE;
 			img->n_free++;
-		} else if (pe->seq >= seq_count) {
+		} else if (pe->seq >= point) {
 			e->state = WCCTL_UNCOMMITTED;
 			img->n_uncommitted++;
 		} else if (pe->origin_block >= origin_blocks) {
@@ -204,4 +290,106 @@ const char *wcctl_state_name(enum wcctl_entry_state s)
 	case WCCTL_DUPLICATE: return "duplicate";
 	}
 	return "?";
+}
+
+const char *wcctl_record_state_name(enum wcctl_record_state s)
+{
+	switch (s) {
+	case WCCTL_REC_EMPTY: return "empty";
+	case WCCTL_REC_TORN: return "torn";
+	case WCCTL_REC_COVERED: return "covered";
+	case WCCTL_REC_VALID: return "valid";
+	case WCCTL_REC_MISMATCH: return "mismatch";
+	case WCCTL_REC_FALLBACK: return "fallback";
+	case WCCTL_REC_OLDER: return "older";
+	}
+	return "?";
+}
+
+uint64_t wcctl_record_offset(unsigned slot)
+{
+	return WC_RECORD_OFFSET + (uint64_t)slot * sizeof(struct wc_pmem_record);
+}
+
+const char *wcctl_record_str(char *buf, size_t len, const struct wcctl_image *img, unsigned slot)
+{
+	const struct wc_pmem_record *r = &img->rec[slot];
+	const struct wcctl_record_info *ri = &img->rinfo[slot];
+	char head[96];
+
+	snprintf(head, sizeof(head), "seq %" PRIu64 ", count %" PRIu64, r->seq, r->count);
+	switch ((enum wcctl_record_state)ri->state) {
+	case WCCTL_REC_EMPTY:
+		snprintf(buf, len, "empty");
+		break;
+	case WCCTL_REC_TORN:
+		snprintf(buf, len, "torn (seq %" PRIu64 ", CRC32C 0x%08x stored, 0x%08x computed): ignored",
+		         r->seq, r->crc, wc_record_crc(r));
+		break;
+	case WCCTL_REC_COVERED:
+		snprintf(buf, len, "%s, intact, covered by the floor", head);
+		break;
+	case WCCTL_REC_VALID:
+		snprintf(buf, len, "%s, intact, valid (%" PRIu64 " entries of epoch %" PRIu64
+		         " match): the commit point", head, ri->found, r->seq - 1);
+		break;
+	case WCCTL_REC_MISMATCH:
+		snprintf(buf, len, "%s, intact, NOT valid (%" PRIu64 " entries of epoch %" PRIu64
+		         " found%s): that commit did not happen", head, ri->found, r->seq - 1,
+		         ri->found == r->count ? ", digest differs" : "");
+		break;
+	case WCCTL_REC_FALLBACK:
+		snprintf(buf, len, "%s, intact: the commit point (the newer record does not match)",
+		         head);
+		break;
+	case WCCTL_REC_OLDER:
+		snprintf(buf, len, "%s, intact, older than the other slot", head);
+		break;
+	}
+	return buf;
+}
+
+const char *wcctl_commit_source(char *buf, size_t len, const struct wcctl_image *img)
+{
+	if (img->cp_slot < 0)
+		snprintf(buf, len, "floor");
+	else
+		snprintf(buf, len, "record %d", img->cp_slot);
+	return buf;
+}
+
+void wcctl_print_commit(const struct wcctl_image *img, const char *prefix)
+{
+	char line[256];
+
+	printf("%sfloor seq_count %" PRIu64 " (offset %u)\n", prefix, img->cp.floor, WC_SEQ_OFFSET);
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++)
+		printf("%srecord %u (offset %" PRIu64 "): %s\n", prefix, i, wcctl_record_offset(i),
+		       wcctl_record_str(line, sizeof(line), img, i));
+	printf("%scommit point %" PRIu64 " (from %s%s): entries with seq below it are committed\n",
+	       prefix, img->cp.seq, img->cp_slot < 0 ? "the " : "",
+	       wcctl_commit_source(line, sizeof(line), img));
+}
+
+void wcctl_json_commit(FILE *f, const struct wcctl_image *img, const char *indent)
+{
+	char src[32];
+
+	fprintf(f, "{\n%s  \"point\": %" PRIu64 ",\n%s  \"source\": ", indent, img->cp.seq, indent);
+	wcctl_json_str(f, wcctl_commit_source(src, sizeof(src), img));
+	fprintf(f, ",\n%s  \"floor\": %" PRIu64 ",\n%s  \"records\": [", indent, img->cp.floor,
+	        indent);
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
+		const struct wc_pmem_record *r = &img->rec[i];
+		const struct wcctl_record_info *ri = &img->rinfo[i];
+
+		fprintf(f, "%s\n%s    {\"slot\": %u, \"offset\": %" PRIu64 ", \"seq\": %" PRIu64
+		        ", \"count\": %" PRIu64 ", \"found\": %" PRIu64
+		        ", \"intact\": %s, \"valid\": %s, \"state\": ",
+		        i ? "," : "", indent, i, wcctl_record_offset(i), r->seq, r->count, ri->found,
+		        ri->intact ? "true" : "false", ri->matches ? "true" : "false");
+		wcctl_json_str(f, wcctl_record_state_name((enum wcctl_record_state)ri->state));
+		fputc('}', f);
+	}
+	fprintf(f, "\n%s  ]\n%s}", indent, indent);
 }

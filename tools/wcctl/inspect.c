@@ -3,11 +3,16 @@
  * inspect.c -- `wcctl check` and `wcctl dump`: offline views of a cache
  * image (image.c), without the origin and without writing a byte.
  *
+ * Both print the commit point the way recovery computes it (image.c): the
+ * floor seq_count, the two commit records and which of them, if any,
+ * moves the point above the floor.
+ *
  * What counts as damage is what makes recovery refuse, or what the commit
  * protocol can never produce: a superblock wc_sb_validate rejects, a
  * committed entry beyond the origin, two committed entries with one origin
- * block and one seq.  Uncommitted entries are not damage: a crash between
- * a write and its commit leaves them, and recovery drops them.
+ * block and one seq.  Uncommitted entries and torn or mismatching records
+ * are not damage: a crash between a write and its commit leaves them, and
+ * recovery drops or erases them.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -28,9 +33,8 @@ static void print_sb(const struct wcctl_image *img, const char *prefix)
 	       wcctl_size_str(s1, sizeof(s1), sb->n_blocks * (uint64_t)sb->block_size),
 	       wcctl_size_str(s2, sizeof(s2), sb->origin_size),
 	       sb->block_size ? sb->origin_size / sb->block_size : 0);
-	printf("%suuid %s, formatted %s, seq_count %" PRIu64 "\n", prefix,
-	       wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid),
-	       wcctl_time_str(when, sizeof(when), sb->format_time), sb->seq_count);
+	printf("%suuid %s, formatted %s\n", prefix, wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid),
+	       wcctl_time_str(when, sizeof(when), sb->format_time));
 	printf("%sentries at offset %" PRIu64 ", data at offset %" PRIu64 ", file %" PRIu64
 	       " bytes (%" PRIu64 " used)\n",
 	       prefix, img->layout.entries_offset, img->layout.data_offset, img->file_size,
@@ -40,52 +44,95 @@ static void print_sb(const struct wcctl_image *img, const char *prefix)
 static void check_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: wcctl check CACHE [--max N]\n"
+	        "usage: wcctl check CACHE [--max N] [--json]\n"
 	        "Offline consistency check of a cache image, without the origin; the file\n"
 	        "is only read.  Checks the superblock (magic, version, CRC32C, geometry,\n"
-	        "truncation), that every committed entry lies inside the origin, and that\n"
-	        "no two committed entries hold one origin block with one seq.\n"
-	        "Uncommitted entries are reported as info: recovery drops them.\n\n"
+	        "truncation), prints the commit point (the floor seq_count, both commit\n"
+	        "records, and which one counts), then checks that every committed entry\n"
+	        "lies inside the origin and that no two committed entries hold one origin\n"
+	        "block with one seq.  Uncommitted entries and torn or mismatching records\n"
+	        "are reported as info: recovery drops or erases them.\n\n"
 	        "  --max N   print at most N problems (default 100; 0 = all)\n"
+	        "  --json    one JSON object instead\n"
 	        "  --help\n\n"
 	        "exit status: 0 clean, 1 damaged (or unreadable), 2 usage error\n");
 }
 
-static void problem(uint64_t *printed, uint64_t max, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+/* Where check's problems go: text lines, or the elements of a JSON array. */
+struct problems {
+	uint64_t printed, max, left_out;
+	bool json;
+};
 
-static void problem(uint64_t *printed, uint64_t max, const char *kind, const char *fmt, ...)
+static void problem(struct problems *p, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void problem(struct problems *p, const char *kind, const char *fmt, ...)
 {
+	char text[512];
 	va_list ap;
 
-	if (max && *printed >= max)
+	if (p->max && p->printed >= p->max) {
+		p->left_out++;
 		return;
-	(*printed)++;
-	printf("%s: ", kind);
+	}
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	putchar('\n');
+	if (p->json) {
+		printf("%s\n    {\"kind\": \"%s\", \"text\": ", p->printed ? "," : "", kind);
+		wcctl_json_str(stdout, text);
+		putchar('}');
+	} else {
+		printf("%s: %s\n", kind, text);
+	}
+	p->printed++;
+}
+
+/* The superblock's fields as a JSON object (no trailing newline). */
+static void json_sb(const struct wcctl_image *img)
+{
+	const struct wc_pmem_sb *sb = &img->sb;
+	char uuid[40];
+
+	printf("{\"version\": %u, \"block_size\": %u, \"n_blocks\": %" PRIu64
+	       ", \"origin_size\": %" PRIu64 ", \"uuid\": ",
+	       sb->version, sb->block_size, sb->n_blocks, sb->origin_size);
+	wcctl_json_str(stdout, wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid));
+	printf(", \"format_time\": %" PRIu64 ", \"entries_offset\": %" PRIu64
+	       ", \"data_offset\": %" PRIu64 ", \"file_size\": %" PRIu64 "}",
+	       sb->format_time, img->layout.entries_offset, img->layout.data_offset, img->file_size);
+}
+
+static void json_counts(const struct wcctl_image *img)
+{
+	printf("{\"committed\": %" PRIu64 ", \"superseded\": %" PRIu64 ", \"uncommitted\": %" PRIu64
+	       ", \"free\": %" PRIu64 ", \"outside_origin\": %" PRIu64 ", \"duplicate\": %" PRIu64 "}",
+	       img->n_committed, img->n_superseded, img->n_uncommitted, img->n_free, img->n_outside,
+	       img->n_duplicate);
 }
 
 int wcctl_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "max", required_argument, NULL, 'm' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd = argv[0];
 	struct wcctl_image img;
-	uint64_t max = 100, printed = 0, origin_blocks, damage;
+	struct problems pr = { .max = 100 };
+	uint64_t origin_blocks, damage;
 	char *end;
 	int c, ret;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
+		case 'j': pr.json = true; break;
 		case 'm':
-			max = strtoull(optarg, &end, 10);
+			pr.max = strtoull(optarg, &end, 10);
 			if (*end || end == optarg || optarg[0] == '-') {
 				fprintf(stderr, "%s: --max %s: expected a count\n", cmd, optarg);
 				return WCCTL_USAGE;
@@ -104,19 +151,56 @@ int wcctl_check(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
 	}
+	if (ret && pr.json) {
+		printf("{\n  \"cache\": ");
+		wcctl_json_str(stdout, img.path);
+		printf(",\n  \"superblock\": {\"ok\": false, \"error\": ");
+		wcctl_json_str(stdout, wc_errmsg());
+		printf("},\n  \"result\": \"damaged\"\n}\n");
+		wcctl_image_close(&img);
+		return WCCTL_FAIL;
+	}
 	if (ret) {
 		printf("superblock: DAMAGED: %s\n", wc_errmsg());
 		printf("result: %s: DAMAGED (superblock; entries not checked)\n", img.path);
 		wcctl_image_close(&img);
 		return WCCTL_FAIL;
 	}
-	printf("superblock: ok\n");
-	print_sb(&img, "  ");
 	ret = wcctl_image_classify(&img);
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 		wcctl_image_close(&img);
 		return WCCTL_FAIL;
+	}
+	if (pr.json) {
+		printf("{\n  \"cache\": ");
+		wcctl_json_str(stdout, img.path);
+		printf(",\n  \"superblock\": {\"ok\": true, \"fields\": ");
+		json_sb(&img);
+		printf("},\n  \"commit\": ");
+		wcctl_json_commit(stdout, &img, "  ");
+		printf(",\n  \"problems\": [");
+	} else {
+		printf("superblock: ok\n");
+		print_sb(&img, "  ");
+		wcctl_print_commit(&img, "  ");
+	}
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
+		const struct wc_pmem_record *r = &img.rec[i];
+		const struct wcctl_record_info *ri = &img.rinfo[i];
+
+		if (ri->state == WCCTL_REC_TORN)
+			problem(&pr, "info",
+			        "record %u (offset %" PRIu64 "): torn (CRC32C of bytes 0..23 or seq out "
+			        "of range): ignored%s",
+			        i, wcctl_record_offset(i), r->seq ? ", recovery erases it" : "");
+		else if (ri->state == WCCTL_REC_MISMATCH)
+			problem(&pr, "info",
+			        "record %u (offset %" PRIu64 "): seq %" PRIu64 " claims %" PRIu64
+			        " entries of epoch %" PRIu64 ", the entries hold %" PRIu64 "%s: that "
+			        "commit did not happen, recovery erases the record",
+			        i, wcctl_record_offset(i), r->seq, r->count, r->seq - 1, ri->found,
+			        ri->found == r->count ? " with another digest" : "");
 	}
 	origin_blocks = img.sb.origin_size / img.sb.block_size;
 	for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
@@ -124,29 +208,39 @@ int wcctl_check(int argc, char **argv)
 		const struct wcctl_entry_info *e = &img.info[i];
 
 		if (e->state == WCCTL_OUTSIDE)
-			problem(&printed, max, "damage",
+			problem(&pr, "damage",
 			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
 			        " (seq %" PRIu64 ") is beyond the origin's %" PRIu64 " blocks",
 			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq,
 			        origin_blocks);
 		else if (e->state == WCCTL_DUPLICATE)
-			problem(&printed, max, "damage",
+			problem(&pr, "damage",
 			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
 			        " seq %" PRIu64 " is also held by entry %" PRIu32 " (offset %" PRIu64
 			        "): two committed versions in one commit",
 			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq, e->other,
 			        wcctl_entry_offset(&img, e->other));
 		else if (e->state == WCCTL_UNCOMMITTED)
-			problem(&printed, max, "info",
+			problem(&pr, "info",
 			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
-			        " uncommitted (seq %" PRIu64 " >= seq_count %" PRIu64
+			        " uncommitted (seq %" PRIu64 " >= commit point %" PRIu64
 			        "): recovery drops it",
 			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq,
-			        img.sb.seq_count);
+			        img.cp.seq);
 	}
-	if (max && printed >= max)
-		printf("(more problems not printed: --max %" PRIu64 ")\n", max);
 	damage = img.n_outside + img.n_duplicate;
+	if (pr.json) {
+		printf("%s],\n  \"problems_left_out\": %s,\n  \"entries\": ", pr.printed ? "\n  " : "",
+		       pr.left_out ? "true" : "false");
+		json_counts(&img);
+		printf(",\n  \"damaged_entries\": %" PRIu64 ",\n  \"result\": \"%s\"\n}\n", damage,
+		       damage ? "damaged" : "clean");
+		wcctl_image_close(&img);
+		return damage ? WCCTL_FAIL : WCCTL_OK;
+	}
+	if (pr.left_out)
+		printf("(%" PRIu64 " more problems not printed: --max %" PRIu64 ")\n", pr.left_out,
+		       pr.max);
 	printf("entries: %" PRIu64 " committed (dirty), %" PRIu64 " superseded, %" PRIu64
 	       " uncommitted, %" PRIu64 " free, %" PRIu64 " outside the origin, %" PRIu64
 	       " duplicate\n",
@@ -164,11 +258,13 @@ int wcctl_check(int argc, char **argv)
 static void dump_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: wcctl dump CACHE [--all]\n"
-	        "List the metadata entries of a cache image (offline, read only): index,\n"
-	        "entry offset, origin block, seq, state, data offset, and for a superseded\n"
-	        "entry the entry that holds the newer version.\n\n"
+	        "usage: wcctl dump CACHE [--all] [--json]\n"
+	        "List the metadata of a cache image (offline, read only): the floor, both\n"
+	        "commit records and the commit point, then per entry its index, entry\n"
+	        "offset, origin block, seq, state, data offset, and for a superseded entry\n"
+	        "the entry that holds the newer version.\n\n"
 	        "  --all    also list free entries\n"
+	        "  --json   one JSON object instead\n"
 	        "  --help\n");
 }
 
@@ -176,18 +272,20 @@ int wcctl_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "all", no_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd = argv[0];
 	struct wcctl_image img;
-	bool all = false;
+	bool all = false, json = false, first = true;
 	int c, ret;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': all = true; break;
+		case 'j': json = true; break;
 		case 'h': dump_usage(stdout); return WCCTL_OK;
 		default: dump_usage(stderr); return WCCTL_USAGE;
 		}
@@ -205,7 +303,48 @@ int wcctl_dump(int argc, char **argv)
 		wcctl_image_close(&img);
 		return WCCTL_FAIL;
 	}
+	if (json) {
+		printf("{\n  \"cache\": ");
+		wcctl_json_str(stdout, img.path);
+		printf(",\n  \"superblock\": ");
+		json_sb(&img);
+		printf(",\n  \"commit\": ");
+		wcctl_json_commit(stdout, &img, "  ");
+		printf(",\n  \"counts\": ");
+		json_counts(&img);
+		printf(",\n  \"entries\": [");
+		for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
+			const struct wc_pmem_entry *pe = &img.entries[i];
+			const struct wcctl_entry_info *e = &img.info[i];
+
+			if (e->state == WCCTL_FREE && !all)
+				continue;
+			printf("%s\n    {\"index\": %" PRIu64 ", \"offset\": %" PRIu64, first ? "" : ",",
+			       i, wcctl_entry_offset(&img, i));
+			/* null for all-ones: a free entry's seq, a never used entry's block */
+			if (pe->origin_block == WC_NONE)
+				printf(", \"origin_block\": null");
+			else
+				printf(", \"origin_block\": %" PRIu64, pe->origin_block);
+			if (pe->seq == WC_NONE)
+				printf(", \"seq\": null");
+			else
+				printf(", \"seq\": %" PRIu64, pe->seq);
+			printf(", \"state\": \"%s\", \"data_offset\": %" PRIu64 ", \"other\": ",
+			       wcctl_state_name(e->state),
+			       img.layout.data_offset + i * (uint64_t)img.layout.block_size);
+			if (e->other == WCCTL_NO_ENTRY)
+				printf("null}");
+			else
+				printf("%" PRIu32 "}", e->other);
+			first = false;
+		}
+		printf("%s]\n}\n", first ? "" : "\n  ");
+		wcctl_image_close(&img);
+		return WCCTL_OK;
+	}
 	print_sb(&img, "# ");
+	wcctl_print_commit(&img, "# ");
 	printf("# %" PRIu64 " committed, %" PRIu64 " superseded, %" PRIu64 " uncommitted, %" PRIu64
 	       " free, %" PRIu64 " damaged\n",
 	       img.n_committed, img.n_superseded, img.n_uncommitted, img.n_free,

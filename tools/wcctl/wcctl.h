@@ -31,7 +31,7 @@ int wcctl_calibrate(int argc, char **argv);
 
 enum wcctl_entry_state {
 	WCCTL_FREE = 0,    /* seq == WC_NONE */
-	WCCTL_UNCOMMITTED, /* seq >= seq_count: recovery drops it */
+	WCCTL_UNCOMMITTED, /* seq >= the commit point: recovery drops it */
 	WCCTL_COMMITTED,   /* the newest committed version of its origin block */
 	WCCTL_SUPERSEDED,  /* committed, but a newer committed entry holds its block */
 	WCCTL_OUTSIDE,     /* committed, origin block beyond the origin: damage */
@@ -49,16 +49,45 @@ struct wcctl_entry_info {
 };
 #define WCCTL_NO_ENTRY UINT32_MAX
 
+/* What a commit record slot says (docs/FORMAT.md, "Commit records"). */
+enum wcctl_record_state {
+	WCCTL_REC_EMPTY = 0, /* all zero: never written, or erased by recovery */
+	WCCTL_REC_TORN,      /* CRC32C or seq out of range: the line is not whole */
+	WCCTL_REC_COVERED,   /* intact, seq <= the floor: nothing to decide */
+	WCCTL_REC_VALID,     /* the newest intact record above the floor, and its
+	                      * entries match: it is the commit point */
+	WCCTL_REC_MISMATCH,  /* the newest intact record above the floor, but its
+	                      * entries do not match: that commit did not happen */
+	WCCTL_REC_FALLBACK,  /* the other slot, above the floor, while the newest
+	                      * does not match: it is the commit point */
+	WCCTL_REC_OLDER,     /* the other slot, above the floor, below a valid newest */
+};
+
+struct wcctl_record_info {
+	uint64_t found;          /* entries that hold seq == record seq - 1 */
+	bool intact;             /* wc_record_intact */
+	bool matches;            /* intact, found == count and the digests add up */
+	uint8_t state;           /* enum wcctl_record_state */
+};
+
 struct wcctl_image {
 	const char *path;
 	int fd;
 	uint64_t file_size;
 	struct wc_pmem_sb sb;          /* a copy of the superblock region's head */
+	struct wc_pmem_record rec[WC_RECORD_SLOTS]; /* copies of the record slots */
 	struct wc_layout layout;       /* valid only if sb_ok */
 	bool sb_ok;
 	const struct wc_pmem_entry *entries; /* read-only mapping (NULL until mapped) */
 	void *map;
 	size_t map_len;
+	/* After wcctl_image_commit: the commit point as recovery computes it
+	 * (wc_commit_point), and what each record slot says.  Values: they
+	 * stay readable after wcctl_image_close. */
+	bool cp_ok;
+	struct wc_commit_point cp;
+	struct wcctl_record_info rinfo[WC_RECORD_SLOTS];
+	int cp_slot;                   /* the slot the commit point comes from; -1 = the floor */
 	struct wcctl_entry_info *info; /* one per entry, after wcctl_image_classify */
 	uint64_t n_free, n_uncommitted, n_committed, n_superseded, n_outside, n_duplicate;
 };
@@ -68,13 +97,31 @@ struct wcctl_image {
  * open so the caller can print fields; wc_errmsg() says what is wrong), or
  * -errno with img->fd == -1 when the file cannot be read at all. */
 int wcctl_image_open(struct wcctl_image *img, const char *path);
-/* Map the entry array (needs sb_ok) and classify every entry as recovery
- * would.  0 or -errno with a message. */
+/* Map the entry array (needs sb_ok) and compute the commit point from the
+ * floor, the two records and the entries, as recovery does (fills cp,
+ * rinfo, cp_slot).  0 or -errno with a message. */
+int wcctl_image_commit(struct wcctl_image *img);
+/* wcctl_image_commit, then classify every entry against the commit point
+ * as recovery would.  0 or -errno with a message. */
 int wcctl_image_classify(struct wcctl_image *img);
 void wcctl_image_close(struct wcctl_image *img);
 /* Byte offset of entry `idx` in the file. */
 uint64_t wcctl_entry_offset(const struct wcctl_image *img, uint64_t idx);
 const char *wcctl_state_name(enum wcctl_entry_state s);
+/* "empty", "torn", "covered", "valid", "mismatch", "fallback", "older". */
+const char *wcctl_record_state_name(enum wcctl_record_state s);
+/* Byte offset of record slot `slot` in the file. */
+uint64_t wcctl_record_offset(unsigned slot);
+/* One line about a slot after wcctl_image_commit, e.g. "seq 8, count 3,
+ * 3 entries of epoch 7 found, valid: the commit point". */
+const char *wcctl_record_str(char *buf, size_t len, const struct wcctl_image *img, unsigned slot);
+/* Where the commit point comes from: "floor", "record 0", "record 1". */
+const char *wcctl_commit_source(char *buf, size_t len, const struct wcctl_image *img);
+/* The floor, both records and the commit point, one line each, every line
+ * starting with `prefix`. */
+void wcctl_print_commit(const struct wcctl_image *img, const char *prefix);
+/* The same as a JSON object (no trailing newline), lines indented by `indent`. */
+void wcctl_json_commit(FILE *f, const struct wcctl_image *img, const char *indent);
 
 /* ---- util.c ----------------------------------------------------------- */
 
