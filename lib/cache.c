@@ -14,6 +14,7 @@
 #include "config.h"
 #include "error.h"
 #include "map.h"
+#include "policy_line.h"
 
 static uint64_t mono_ms(void)
 {
@@ -163,10 +164,13 @@ static int cache_begin(wc_cache **out, struct wc_cache **c, const char *cache_pa
 /* The common end of create and open: rebuild the DRAM state from the
  * entries (all free after a format), start write-back and hand the cache
  * over; or unwind everything on the first error. */
-static int cache_end(wc_cache **out, struct wc_cache *c, int ret)
+static int cache_end(wc_cache **out, struct wc_cache *c, int ret, bool created)
 {
 	if (!ret)
 		ret = wc_recover(c);
+	/* Recovery made every free block durably free: measure there. */
+	if (!ret)
+		wc_policy_settle(c, created);
 	if (!ret)
 		ret = wc_writeback_start(c);
 	if (!ret) {
@@ -216,7 +220,7 @@ int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin or
 		goto fail;
 	ret = wc_format(c, origin_size);
 fail:
-	return cache_end(out, c, ret);
+	return cache_end(out, c, ret, true);
 }
 
 int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
@@ -250,7 +254,7 @@ int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin orig
 	}
 	ret = setup_blocks(c, sb->origin_size);
 fail:
-	return cache_end(out, c, ret);
+	return cache_end(out, c, ret, false);
 }
 
 static int with_path_origin(wc_cache **out, const char *cache_path, const char *origin_path,

@@ -128,6 +128,7 @@ struct wc_cache {
 	void *base;
 	size_t map_len;
 	struct wc_flush_policy fp;
+	const char *policy_source;     /* where fp came from (policy_line.c), for wc_stats */
 	struct wc_test_hooks *hooks;   /* tests only (testhooks.h) */
 
 	/* origin */

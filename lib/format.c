@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* format.c -- layout math and superblock validation (pure: no I/O). */
 #include <stddef.h>
+#include <string.h>
 
 #include "crc32c.h"
 #include "error.h"
@@ -73,6 +74,30 @@ too_small:
 uint32_t wc_sb_crc(const struct wc_pmem_sb *sb)
 {
 	return wc_crc32c(0, (const char *)sb + WC_SB_CRC_START, WC_SB_CRC_END - WC_SB_CRC_START);
+}
+
+uint32_t wc_policy_crc(const struct wc_pmem_policy *pl)
+{
+	return wc_crc32c(0, pl, WC_POLICY_CRC_END);
+}
+
+int wc_policy_check(const struct wc_pmem_policy *pl)
+{
+	static const struct wc_pmem_policy zero;
+
+	if (memcmp(pl, &zero, sizeof(zero)) == 0)
+		return wc_err(-ENODATA, "no flush policy recorded (line at offset %u is zero)",
+		              WC_POLICY_OFFSET);
+	if (pl->magic != WC_POLICY_MAGIC || pl->version != WC_POLICY_VERSION)
+		return wc_err(-EBADMSG, "flush policy line at offset %u: magic 0x%016llx version %u "
+		              "(expected 0x%016llx version %u)", WC_POLICY_OFFSET,
+		              (unsigned long long)pl->magic, pl->version,
+		              (unsigned long long)WC_POLICY_MAGIC, WC_POLICY_VERSION);
+	if (wc_policy_crc(pl) != pl->crc)
+		return wc_err(-EBADMSG, "flush policy line at offset %u: CRC32C mismatch (stored "
+		              "0x%08x, computed 0x%08x)", WC_POLICY_OFFSET, pl->crc,
+		              wc_policy_crc(pl));
+	return 0;
 }
 
 uint32_t wc_record_crc(const struct wc_pmem_record *r)

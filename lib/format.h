@@ -4,7 +4,8 @@
  * offsets; docs/FORMAT.md describes the same bytes for tools and people.
  *
  *   offset 0                 superblock (4 KiB region): static fields,
- *                            seq_count (256), two commit records (320, 384)
+ *                            seq_count (256), two commit records (320, 384),
+ *                            the flush policy line (512)
  *   offset 4096              entries: n_blocks x struct wc_pmem_entry (16 B)
  *   offset data_offset       data: n_blocks x block_size, block-size aligned
  *
@@ -94,6 +95,62 @@ _Static_assert(sizeof(struct wc_pmem_sb) == WC_RECORD_OFFSET, "records follow se
 _Static_assert(__builtin_offsetof(struct wc_pmem_sb, crc) == WC_SB_CRC_END, "crc offset");
 _Static_assert(__builtin_offsetof(struct wc_pmem_sb, seq_count) == WC_SEQ_OFFSET, "seq offset");
 _Static_assert(sizeof(struct wc_pmem_sb) <= WC_SB_REGION, "superblock fits its region");
+
+/*
+ * The flush policy this cache measured on its own memory, in a 64-byte line
+ * of its own inside the superblock region.  It has its own CRC and is never
+ * covered by the superblock's: a torn or damaged line only means "measure
+ * again" (lib/policy_line.c), and an all-zero line (caches formatted before
+ * it existed) means the same.
+ */
+#define WC_POLICY_OFFSET 512u
+#define WC_POLICY_MAGIC 0x5943494c4f504357ull /* "WCPOLICY" read as bytes */
+#define WC_POLICY_VERSION 1u
+#define WC_POLICY_CRC_END 60u
+
+enum {
+	WC_POLICY_SRC_CREATE = 1,  /* measured by wc_create */
+	WC_POLICY_SRC_OPEN = 2,    /* measured again by wc_open */
+	WC_POLICY_SRC_OFFLINE = 3, /* measured by `wcbench calibrate --cache` */
+};
+
+struct wc_pmem_policy {
+	uint64_t magic;          /*  0 WC_POLICY_MAGIC */
+	uint16_t version;        /*  8 WC_POLICY_VERSION */
+	uint8_t source;          /* 10 WC_POLICY_SRC_* */
+	uint8_t flush_insn;      /* 11 WC_PMEM_CLFLUSHOPT / WC_PMEM_CLWB of the cached path */
+	uint32_t features;       /* 12 WC_CPU_* bits the measurement could use */
+	uint64_t threshold;      /* 16 bytes; UINT64_MAX = non-temporal at every size */
+	char vendor[12];         /* 24 CPUID vendor string (not NUL-terminated) */
+	uint16_t family;         /* 36 CPUID family (base + extended) */
+	uint8_t model;           /* 38 CPUID model (base + extended) */
+	uint8_t stepping;        /* 39 */
+	uint16_t line_size;      /* 40 CLFLUSH line size, bytes */
+	uint16_t max_size_kib;   /* 42 largest copy measured, KiB (the block size, <= 64) */
+	uint32_t elapsed_us;     /* 44 how long the measurement took */
+	uint64_t time;           /* 48 when, seconds since the epoch */
+	uint32_t cached_vs_nt;   /* 56 cached time / NT time at the largest size, x1000 */
+	uint32_t crc;            /* 60 CRC32C of bytes 0..59 */
+};
+
+_Static_assert(sizeof(struct wc_pmem_policy) == 64, "the policy is one cache line");
+_Static_assert(__builtin_offsetof(struct wc_pmem_policy, crc) == WC_POLICY_CRC_END, "crc");
+_Static_assert(WC_POLICY_OFFSET % 64 == 0 && WC_POLICY_OFFSET >= WC_SB_CRC_END &&
+               WC_POLICY_OFFSET >= WC_SEQ_OFFSET + 64 &&
+               WC_POLICY_OFFSET >= WC_RECORD_OFFSET + WC_RECORD_SLOTS * 64 &&
+               WC_POLICY_OFFSET + 64 <= WC_SB_REGION,
+               "the policy line shares no line with the other superblock fields");
+
+uint32_t wc_policy_crc(const struct wc_pmem_policy *pl);
+/* 0 if `pl` is a valid record; -ENODATA if it is all zero (never written);
+ * -EBADMSG (bad magic, version or CRC: torn, damaged, or from a newer
+ * library), with a message. */
+int wc_policy_check(const struct wc_pmem_policy *pl);
+
+static inline struct wc_pmem_policy *wc_policy_line(void *base)
+{
+	return (struct wc_pmem_policy *)((char *)base + WC_POLICY_OFFSET);
+}
 
 /* The geometry of a cache file, derived from its size and block size. */
 struct wc_layout {

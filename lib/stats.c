@@ -48,6 +48,8 @@ int wc_get_stats(wc_cache *c, struct wc_stats *st)
 	st->dram_bytes = c->dram_bytes;
 	st->granularity = wc_map_granularity_name(c);
 	st->origin_mode = wc_origin_describe(&c->origin);
+	st->pmem = c->fp.info;
+	st->pmem_source = c->policy_source ? c->policy_source : "engine";
 	return 0;
 }
 

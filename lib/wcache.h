@@ -239,6 +239,18 @@ struct wc_stats {
 	const char *granularity;    /* "byte", "cache-line", "page" */
 	const char *origin_mode;    /* e.g. "libaio O_DIRECT ..."; both strings belong to the
 	                               cache and are valid until wc_close() */
+	/* The flush policy this cache copies with, and why (pmem.reason).  The
+	 * strings live as long as the process. */
+	struct wc_pmem_info pmem;
+	/* Where it came from, one of: "calibrated at create" (measured on the
+	 * cache's free blocks by wc_create), "recorded" (the superblock's record,
+	 * measured on this CPU), "recalibrated" (measured again by wc_open: no
+	 * record, a damaged one, or one from another CPU), "config" (the cache's
+	 * pmem_* options), "env" (WC_PMEM_THRESHOLD / WC_PMEM_FORCE), "quirk
+	 * table" or "engine" (the engine's own choice: the cache was too small
+	 * to measure on, or there is nothing to choose), "granularity" (byte or
+	 * page: no flush instructions to choose between). */
+	const char *pmem_source;
 };
 int wc_get_stats(wc_cache *c, struct wc_stats *st);
 void wc_clear_stats(wc_cache *c);

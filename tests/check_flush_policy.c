@@ -4,6 +4,11 @@
  *   - pretended CPUs (wc_flush_policy_resolve is a pure function of the
  *     config and a struct wc_cpu): no CLFLUSHOPT, line size 128, no AVX,
  *     quirk-table CPUs, forced strategies, explicit thresholds, bad fields;
+ *     an unknown CPU is measured at first use, and these tests pretend the
+ *     measurement's answer (wc_first_use_measure) so the rule is checked,
+ *     not this machine;
+ *   - the first-use measurement itself: once per process, thread-safe, and
+ *     on this machine with the quirk table switched off (WC_PMEM_NO_QUIRKS);
  *   - the WC_PMEM_* environment: good values take effect, bad ones are
  *     -EINVAL with a message naming the variable and the value, while the
  *     copy functions keep working and warn once;
@@ -17,12 +22,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libpmem2.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "flush/engine.h"
 #include "testutil.h"
 
@@ -44,7 +51,43 @@ static struct wc_cpu fake_cpu(const char *vendor, unsigned family, unsigned mode
 	return c;
 }
 
-/* Skylake-SP: every feature, no quirk entry -> the default rule. */
+/* What the pretended first-use measurement answers, and how often it ran. */
+static size_t pretend_threshold = 768;
+static int pretend_error;
+static unsigned pretend_calls;
+
+static int pretend_measure(unsigned features, int flush_insn, size_t *threshold, double *ms)
+{
+	(void)features;
+	(void)flush_insn;
+	__atomic_fetch_add(&pretend_calls, 1, __ATOMIC_RELAXED);
+	if (pretend_error)
+		return wc_err(pretend_error, "pretended failure");
+	*threshold = pretend_threshold;
+	*ms = 3;
+	return 0;
+}
+
+static wc_measure_fn real_measure;
+
+/* Fixture: unknown CPUs "measure" 768, the seed's rule. */
+static void pretend_setup(void)
+{
+	real_measure = wc_first_use_measure;
+	wc_first_use_measure = pretend_measure;
+	pretend_threshold = 768;
+	pretend_error = 0;
+	pretend_calls = 0;
+	wc_calibration_forget();
+}
+
+static void pretend_teardown(void)
+{
+	wc_first_use_measure = real_measure;
+	wc_calibration_forget();
+}
+
+/* Skylake-SP: every feature, no quirk entry -> measured at first use. */
 static struct wc_cpu intel(void)
 {
 	return fake_cpu("GenuineIntel", 6, 0x55, all_x86, 64);
@@ -110,7 +153,8 @@ START_TEST(test_default_rule)
 	 * faster, cpu.c), the cached copy path with CLFLUSHOPT. */
 	ck_assert_ptr_eq(p.flush, wc_flush_clwb);
 	ck_assert_ptr_eq(p.drain, wc_drain_sfence);
-	ck_assert_str_eq(p.info.reason, "default 768");
+	assert_reason(&p, "cpu not in the quirk table (GenuineIntel family 0x6 model 0x55), "
+	                  "measured at first use in 3 ms: crossover 768");
 
 	/* WC_PMEM_FLUSH=clflushopt asks for CLFLUSHOPT explicitly. */
 	ck_assert_int_eq(wc_flush_policy_resolve(&p, &cfg, &cpu, WC_ENV_FLUSH), 0);
@@ -295,7 +339,8 @@ START_TEST(test_quirk)
 
 	ck_assert_ptr_null(wc_cpu_quirk_find(&zen2));
 	resolve_ok(&p, &cfg, &zen2);
-	ck_assert_str_eq(p.info.reason, "default 768");
+	assert_reason(&p, "measured at first use");
+	ck_assert_uint_eq(p.threshold, 768);
 
 	ck_assert_ptr_null(wc_cpu_quirk_find(&not_amd));
 	/* Only the measured model: its neighbours keep the default rule. */
@@ -307,6 +352,80 @@ START_TEST(test_quirk)
 	resolve_ok(&p, &cfg, &zen4);
 	ck_assert_uint_eq(p.threshold, 1536);
 	ck_assert_str_eq(p.info.large_strategy, "cached+clflushopt");
+}
+END_TEST
+
+/* An unknown CPU gets what the measurement found; it is measured once. */
+START_TEST(test_unknown_cpu_measured)
+{
+	struct wc_pmem_config cfg = { 0 };
+	struct wc_cpu cpu = intel();
+	struct wc_cpu zen5 = fake_cpu("AuthenticAMD", 0x1a, 0x02, all_x86, 64);
+	struct wc_flush_policy p;
+
+	pretend_threshold = SIZE_MAX;
+	resolve_ok(&p, &cfg, &cpu);
+	assert_nt_everywhere(&p);
+	assert_reason(&p, "measured at first use in 3 ms: non-temporal wins at every size");
+	resolve_ok(&p, &cfg, &cpu);
+	ck_assert_uint_eq(pretend_calls, 1); /* remembered */
+
+	/* Another feature set is another question. */
+	wc_calibration_forget();
+	pretend_threshold = 2048;
+	resolve_ok(&p, &cfg, &cpu);
+	ck_assert_uint_eq(pretend_calls, 2);
+	ck_assert_uint_eq(p.threshold, 2048);
+	ck_assert_str_eq(p.info.large_strategy, "cached+clflushopt");
+	assert_reason(&p, "crossover 2048");
+
+	/* A failed measurement falls back to the seed's rule and says why. */
+	wc_calibration_forget();
+	pretend_error = -ENOMEM;
+	resolve_ok(&p, &cfg, &cpu);
+	ck_assert_uint_eq(p.threshold, 768);
+	assert_reason(&p, "measurement failed (pretended failure): default 768");
+	pretend_error = 0;
+
+	/* A CPU the table knows is not measured ... */
+	wc_calibration_forget();
+	pretend_calls = 0;
+	resolve_ok(&p, &cfg, &zen5);
+	assert_nt_everywhere(&p);
+	assert_reason(&p, "Zen 5");
+	ck_assert_uint_eq(pretend_calls, 0);
+	/* ... unless WC_PMEM_NO_QUIRKS asks for a measurement anyway. */
+	pretend_threshold = 4096;
+	ck_assert_int_eq(wc_flush_policy_resolve(&p, &cfg, &zen5, WC_ENV_NO_QUIRKS), 0);
+	ck_assert_uint_eq(p.threshold, 4096);
+	assert_reason(&p, "quirk table ignored (env WC_PMEM_NO_QUIRKS), measured at first use");
+	/* An explicit threshold is never measured. */
+	pretend_calls = 0;
+	wc_calibration_forget();
+	cfg.threshold = 1024;
+	resolve_ok(&p, &cfg, &cpu);
+	ck_assert_uint_eq(pretend_calls, 0);
+	ck_assert_uint_eq(p.threshold, 1024);
+}
+END_TEST
+
+START_TEST(test_quirk_entries)
+{
+	/* Every entry: vendor, family, model, and a reason naming the CPU. */
+	static const struct {
+		unsigned family, model;
+		const char *name;
+	} known[] = { { 0x17, 0x01, "Zen 1" }, { 0x19, 0x11, "Zen 4" }, { 0x1a, 0x02, "Zen 5" } };
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		struct wc_cpu cpu = fake_cpu("AuthenticAMD", known[i].family, known[i].model,
+		                             all_x86, 64);
+		const struct wc_cpu_quirk *q = wc_cpu_quirk_find(&cpu);
+
+		ck_assert_msg(q != NULL, "%s missing", known[i].name);
+		ck_assert(q->flags & WC_QUIRK_NT_GOOD);
+		ck_assert_msg(strstr(q->reason, known[i].name), "%s", q->reason);
+	}
 }
 END_TEST
 
@@ -362,7 +481,7 @@ static void clear_env(void)
 {
 	static const char *vars[] = {
 		"WC_PMEM_THRESHOLD", "WC_PMEM_FORCE", "WC_PMEM_FLUSH",
-		"WC_PMEM_NO_CLFLUSHOPT", "WC_PMEM_NO_CLWB", "WC_PMEM_NO_AVX",
+		"WC_PMEM_NO_CLFLUSHOPT", "WC_PMEM_NO_CLWB", "WC_PMEM_NO_AVX", "WC_PMEM_NO_QUIRKS",
 	};
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
@@ -403,7 +522,7 @@ START_TEST(test_env_bad_values)
 		{ "WC_PMEM_THRESHOLD", "99999999999999999999999" },
 		{ "WC_PMEM_FORCE", "movnti" },     { "WC_PMEM_FLUSH", "clflush" },
 		{ "WC_PMEM_NO_CLFLUSHOPT", "yes" }, { "WC_PMEM_NO_CLWB", "2" },
-		{ "WC_PMEM_NO_AVX", "true" },
+		{ "WC_PMEM_NO_AVX", "true" },      { "WC_PMEM_NO_QUIRKS", "yes" },
 	};
 	struct wc_pmem_info info;
 	struct wc_flush_policy p;
@@ -780,6 +899,68 @@ START_TEST(test_granularity_cache_line)
 }
 END_TEST
 
+#if defined(__x86_64__)
+/* The real first-use measurement, on this machine: the policy it picks
+ * copies correctly and says where it came from (never how fast). */
+START_TEST(test_first_use_real)
+{
+	struct wc_pmem_info info;
+
+	if (!have(WC_CPU_CLFLUSHOPT) || wc_cpu_get()->line_size != 64) {
+		fprintf(stderr, "# first-use test needs CLFLUSHOPT and 64-byte lines\n");
+		return;
+	}
+	clear_env();
+	wc_calibration_forget();
+	setenv("WC_PMEM_NO_QUIRKS", "1", 1);
+	wc_flush_default_reset();
+	ck_assert_int_eq(wc_pmem_info(&info), 0);
+	ck_assert_msg(strstr(info.reason, "quirk table ignored (env WC_PMEM_NO_QUIRKS), "
+	                                  "measured at first use in"), "%s", info.reason);
+	ck_assert_msg(info.threshold == SIZE_MAX || (info.threshold >= 256 && info.threshold <= 65536),
+	              "threshold %zu", info.threshold);
+	api_copy_works();
+	clear_env();
+}
+END_TEST
+
+static void *first_copy(void *arg)
+{
+	(void)arg;
+	api_copy_works();
+	return NULL;
+}
+
+/* Threads racing to the first copy on an unknown CPU: one measurement, and
+ * every thread copies with its answer. */
+START_TEST(test_first_use_once)
+{
+	pthread_t t[4];
+	struct wc_pmem_info info;
+
+	clear_env();
+	pretend_setup();
+	pretend_threshold = SIZE_MAX;
+	setenv("WC_PMEM_NO_QUIRKS", "1", 1);
+	wc_flush_default_reset();
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, first_copy, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_uint_eq(pretend_calls, 1);
+	ck_assert_int_eq(wc_pmem_info(&info), 0);
+	ck_assert_uint_eq(info.threshold, SIZE_MAX);
+	ck_assert_msg(strstr(info.reason, "measured at first use"), "%s", info.reason);
+	/* A reset re-reads the environment but keeps the measurement. */
+	wc_flush_default_reset();
+	ck_assert_int_eq(wc_pmem_info(&info), 0);
+	ck_assert_uint_eq(pretend_calls, 1);
+	pretend_teardown();
+	clear_env();
+}
+END_TEST
+#endif
+
 int main(void)
 {
 	Suite *s = suite_create("flush-policy");
@@ -791,6 +972,9 @@ int main(void)
 
 	tc = tcase_create("pretended-cpu");
 #if defined(__x86_64__)
+	tcase_add_checked_fixture(tc, pretend_setup, pretend_teardown);
+	tcase_add_test(tc, test_unknown_cpu_measured);
+	tcase_add_test(tc, test_quirk_entries);
 	tcase_add_test(tc, test_default_rule);
 	tcase_add_test(tc, test_no_clflushopt);
 	tcase_add_test(tc, test_no_flush_insn_at_all);
@@ -813,6 +997,10 @@ int main(void)
 	tcase_add_test(tc, test_env_good_values);
 	tcase_add_test(tc, test_init_follows_configure);
 	tcase_add_test(tc, test_info_and_calibrate);
+#if defined(__x86_64__)
+	tcase_add_test(tc, test_first_use_real);
+	tcase_add_test(tc, test_first_use_once);
+#endif
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("granularity");

@@ -155,7 +155,8 @@ run 2 "check --max with a non-number" "--max" -- "$W" check --max x "$cache"
 run 2 "dump with no image" "missing argument" -- "$W" dump
 run 2 "writeback without ORIGIN" "missing argument" -- "$W" writeback "$cache"
 run 2 "status with a bad --options string" "unknown option" -- "$W" status "$cache" "$origin" --options nonsense=1
-run 2 "calibrate takes no argument" "unexpected argument" -- "$W" calibrate now
+run 2 "calibrate takes at most one cache" "unexpected argument" -- "$W" calibrate a b
+run 1 "calibrate with a missing cache" "no-such-cache" -- "$W" calibrate "$D/no-such-cache"
 
 # ---- create ----------------------------------------------------------------
 run 1 "create refuses a missing cache file without --size" "no such file" -- "$W" create "$cache" "$origin"
@@ -463,6 +464,20 @@ else
 fi
 run 1 "calibrate with a bad WC_PMEM_THRESHOLD fails" "WC_PMEM_THRESHOLD" -- \
 	env WC_PMEM_THRESHOLD=lots "$W" calibrate
+
+# A cache measures its policy on its free blocks at create and keeps it
+# (on a CPU without CLFLUSHOPT there is nothing to measure: "engine").
+run 0 "create a cache to calibrate" -- "$W" create "$D/cal" "$origin" --size 8M
+run 0 "status: the policy recorded at create" "flush policy +(recorded|engine):" -- \
+	"$W" status "$D/cal" "$origin"
+run 0 "calibrate CACHE shows its record" "^recorded +(non-temporal|crossover|none)" -- \
+	"$W" calibrate "$D/cal"
+poke "$D/cal" 528 12345   # the record's threshold, its CRC left as it was
+run 0 "calibrate CACHE: a damaged record" "^recorded +(damaged|none)" -- "$W" calibrate "$D/cal"
+run 0 "status: a damaged record is measured again" "flush policy +(recalibrated|engine):" -- \
+	"$W" status "$D/cal" "$origin"
+run 0 "status: then recorded again" "flush policy +(recorded|engine):" -- \
+	"$W" status "$D/cal" "$origin"
 
 echo "1..$n"
 exit 0

@@ -2,27 +2,40 @@
 /*
  * api.c -- the public wc_pmem_* copy, flush and fence functions: the
  * process-default policy (policy.c) applied to one range.
+ *
+ * The process default never carries an observer (only a cache's own policy
+ * does, when the power-failure simulator watches it), so these call the
+ * chosen strategy directly and leave through it (a tail call): per copy
+ * that is one load of the policy, one compare and one indirect jump.  At
+ * 64 bytes with one fence per 64 copies, the earlier path -- an
+ * out-of-line wc_flush_default() with a large frame, then the copy, then an
+ * observer check -- ran at 0.70x a bare AVX-512 non-temporal loop on Zen 5
+ * (0.72x AVX2 on Zen 1); `wcbench flush` shows both side by side.
  */
 #include "engine.h"
 
 void wc_pmem_memcpy(void *pmem_dst, const void *src, size_t n)
 {
-	wc_flush_copy(wc_flush_default(), pmem_dst, src, n);
+	const struct wc_flush_policy *p = wc_flush_default();
+
+	(n < p->threshold ? p->copy_small : p->copy_large)(pmem_dst, src, n);
 }
 
 void wc_pmem_memset(void *pmem_dst, int c, size_t n)
 {
-	wc_flush_set(wc_flush_default(), pmem_dst, c, n);
+	const struct wc_flush_policy *p = wc_flush_default();
+
+	(n < p->threshold ? p->set_small : p->set_large)(pmem_dst, c, n);
 }
 
 void wc_pmem_flush(const void *addr, size_t n)
 {
-	wc_flush_range(wc_flush_default(), addr, n);
+	wc_flush_default()->flush(addr, n);
 }
 
 void wc_pmem_drain(void)
 {
-	wc_flush_drain(wc_flush_default());
+	wc_flush_default()->drain();
 }
 
 /* flush, then the fence: the flush's write-backs are only started until
@@ -31,6 +44,6 @@ void wc_pmem_persist(const void *addr, size_t n)
 {
 	const struct wc_flush_policy *p = wc_flush_default();
 
-	wc_flush_range(p, addr, n);
-	wc_flush_drain(p);
+	p->flush(addr, n);
+	p->drain();
 }

@@ -191,6 +191,7 @@ struct wc_pmem_env {
 #define WC_ENV_FORCE      (1u << 1)
 #define WC_ENV_FLUSH      (1u << 2)
 #define WC_ENV_DISABLE    (1u << 3)
+#define WC_ENV_NO_QUIRKS  (1u << 4) /* WC_PMEM_NO_QUIRKS=1: measure, whatever the table says */
 
 /* Parse the current environment now (no caching; tests call it directly).
  * Bad variables are recorded in env->error/errmsg and otherwise ignored. */
@@ -228,12 +229,27 @@ struct wc_calibration {
 	double elapsed_ms;
 };
 
+/* A stretch of memory a calibration may overwrite at will. */
+struct wc_cal_extent {
+	char *addr;
+	size_t len;
+};
+
 /*
- * Measure NT (best width in `features`) against cached + flush_insn on an
- * anonymous buffer larger than L2, for `rounds` interleaved rounds of
- * `bytes_per_point` bytes per size and strategy, stopping early after
- * `budget_ms` (0 = no limit) once a round is complete.  0 or -errno.
+ * Measure NT (best width in `features`) against cached + flush_insn with
+ * copies into `ext[0..n)` (each copy inside one extent, the destination
+ * moving forward so every copy writes cold lines), at the sizes up to
+ * `max_size` that fit an extent, for `rounds` interleaved rounds of
+ * `bytes_per_point` bytes per size and strategy, stopping early once a
+ * round completes more than `budget_ms` (0 = no limit) after the first
+ * began (the untimed first touch of every extent comes before).  Every
+ * byte of the extents is overwritten; nothing outside them is written.
+ * 0 or -errno.
  */
+int wc_calibrate_area(struct wc_calibration *out, const struct wc_cal_extent *ext, size_t n,
+                      size_t max_size, unsigned features, int flush_insn, unsigned rounds,
+                      size_t bytes_per_point, double budget_ms);
+/* The same on a private anonymous buffer larger than L2 (16 MiB). */
 int wc_calibrate_run(struct wc_calibration *out, unsigned features, int flush_insn,
                      unsigned rounds, size_t bytes_per_point, double budget_ms);
 /* The quick calibration (<= ~100 ms) behind wc_pmem_calibrate; the result
@@ -241,6 +257,24 @@ int wc_calibrate_run(struct wc_calibration *out, unsigned features, int flush_in
 int wc_calibrate_threshold(unsigned features, int flush_insn, size_t *threshold_out);
 /* The remembered result, measuring once if there is none. */
 int wc_calibrated_threshold(unsigned features, int flush_insn, size_t *threshold_out);
+
+/*
+ * An unknown CPU's default: the remembered result, else a short measurement
+ * on a private buffer (<= ~15 ms), once per process and feature set; a
+ * second caller waits for the first one's answer.  *ms is how long the
+ * measurement took.  `features` must be ones the running CPU has.
+ */
+int wc_first_use_threshold(unsigned features, int flush_insn, size_t *threshold, double *ms);
+/* The measurement wc_first_use_threshold runs; tests replace it to pretend
+ * an answer (not thread-safe: set it before any copy). */
+typedef int (*wc_measure_fn)(unsigned features, int flush_insn, size_t *threshold, double *ms);
+extern wc_measure_fn wc_first_use_measure;
+/* Test-only: forget the remembered result. */
+void wc_calibration_forget(void);
+
+/* Replace the reason a resolved policy gives (interned), for its CACHE_LINE
+ * choice and, if that is in force, in its info. */
+void wc_flush_policy_set_reason(struct wc_flush_policy *p, const char *reason);
 
 /* Test-only: forget the parsed environment and the process default so the
  * next use reads the environment again.  Not thread-safe. */

@@ -8,6 +8,8 @@
  *   WC_PMEM_FLUSH=clflushopt|clwb       flush instruction of the cached path
  *   WC_PMEM_NO_CLFLUSHOPT=1, WC_PMEM_NO_CLWB=1, WC_PMEM_NO_AVX=1
  *                                       pretend the feature is absent
+ *   WC_PMEM_NO_QUIRKS=1                 ignore the CPU quirk table: measure
+ *                                       at first use as on an unknown CPU
  *
  * A bad value is never silently ignored: it is recorded with a message that
  * wc_pmem_configure/wc_pmem_info/wc_flush_policy_init return as -EINVAL,
@@ -115,6 +117,14 @@ void wc_pmem_env_parse(struct wc_pmem_env *env)
 	parse_flag(env, "WC_PMEM_NO_CLFLUSHOPT", WC_CPU_CLFLUSHOPT);
 	parse_flag(env, "WC_PMEM_NO_CLWB", WC_CPU_CLWB);
 	parse_flag(env, "WC_PMEM_NO_AVX", WC_CPU_AVX2 | WC_CPU_AVX512F);
+
+	v = getenv("WC_PMEM_NO_QUIRKS");
+	if (v && *v && strcmp(v, "0") != 0) {
+		if (strcmp(v, "1") == 0)
+			env->set |= WC_ENV_NO_QUIRKS;
+		else
+			env_error(env, "WC_PMEM_NO_QUIRKS", v, "expected 1 or 0");
+	}
 }
 
 static struct wc_pmem_env the_env;

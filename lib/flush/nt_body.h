@@ -135,4 +135,38 @@ wc_nt_set_body(void *dst, int c, size_t n, wc_nt_set_lines_fn set_lines)
 	}
 }
 
+/*
+ * Each nt_<width>.c defines its copy and set with this: whole aligned lines
+ * (every cache block, and most records) go straight to the line loop; the
+ * head/tail logic above lives in a separate function.  Kept apart, the
+ * fast path needs no callee-saved registers, so the compiler emits it
+ * without the prologue and epilogue the ragged path needs (5 pushes and pops
+ * per call: a measurable part of a 64-byte copy, ~7 ns with one fence per
+ * 64 copies).
+ */
+#define WC_NT_DEFINE(copy_name, set_name, copy_lines, set_lines)                          \
+	static __attribute__((noinline)) void copy_name##_ragged(void *d, const void *s,  \
+	                                                         size_t n)                 \
+	{                                                                                  \
+		wc_nt_copy_body(d, s, n, copy_lines);                                      \
+	}                                                                                  \
+	static __attribute__((noinline)) void set_name##_ragged(void *d, int c, size_t n) \
+	{                                                                                  \
+		wc_nt_set_body(d, c, n, set_lines);                                        \
+	}                                                                                  \
+	void copy_name(void *dst, const void *src, size_t n)                               \
+	{                                                                                  \
+		if (__builtin_expect((((uintptr_t)dst | n) & (WC_LINE - 1)) == 0, 1))     \
+			copy_lines(dst, src, n / WC_LINE);                                 \
+		else                                                                       \
+			copy_name##_ragged(dst, src, n);                                   \
+	}                                                                                  \
+	void set_name(void *dst, int c, size_t n)                                          \
+	{                                                                                  \
+		if (__builtin_expect((((uintptr_t)dst | n) & (WC_LINE - 1)) == 0, 1))     \
+			set_lines(dst, c, n / WC_LINE);                                    \
+		else                                                                       \
+			set_name##_ragged(dst, c, n);                                      \
+	}
+
 #endif /* WC_NT_BODY_H */

@@ -30,12 +30,4 @@ static inline __attribute__((always_inline)) void set_lines(char *d, int c, size
 			_mm_stream_si64((long long *)d + i, v);
 }
 
-void wc_nt_movnti_copy(void *dst, const void *src, size_t n)
-{
-	wc_nt_copy_body(dst, src, n, copy_lines);
-}
-
-void wc_nt_movnti_set(void *dst, int c, size_t n)
-{
-	wc_nt_set_body(dst, c, n, set_lines);
-}
+WC_NT_DEFINE(wc_nt_movnti_copy, wc_nt_movnti_set, copy_lines, set_lines)

@@ -14,7 +14,13 @@
  *   6. threshold given           -> that threshold (SIZE_MAX = NT everywhere,
  *                                   WC_PMEM_THRESHOLD_AUTO = calibrate now)
  *   7. a quirk-table entry (cpu.c) says NT is good -> NT at every size
- *   8. the default: NT below 768 bytes, cached + CLFLUSHOPT at and above
+ *      (WC_PMEM_NO_QUIRKS=1 skips the table)
+ *   8. a CPU the table does not know: measure at first use (calibrate.c,
+ *      <= ~15 ms on a private buffer, once per process); only if that
+ *      fails, the seed's rule: NT below 768 bytes, cached at and above
+ *
+ * A cache measures again on its own memory and keeps the result in its
+ * superblock (lib/policy_line.c); this is the engine used alone.
  *
  * The non-temporal width is the widest the CPU (minus `disable`) offers
  * (strategy.c).  A config field left 0 takes the environment's value;
@@ -30,7 +36,9 @@
 #include "engine.h"
 #include "error.h"
 
-#define DEFAULT_THRESHOLD 768 /* the seed's rule, measured on Optane by dm-writecache */
+/* The seed's rule, measured on Optane by dm-writecache; now only the
+ * fallback when a measurement fails (WC_PMEM_THRESHOLD=768 selects it). */
+#define DEFAULT_THRESHOLD 768
 
 struct interned {
 	struct interned *next;
@@ -155,6 +163,43 @@ static wc_range_fn pick_flush(unsigned features, int flush_insn, int explicit_in
 }
 
 #if defined(__x86_64__)
+/*
+ * Rule 8.  The measurement runs on the CPU we are on, with the features it
+ * has: a pretended CPU (the tests) gets the real CPU's answer, or the one
+ * wc_first_use_measure pretends.
+ */
+static int measure_unknown(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
+                           const struct wc_cpu *cpu, unsigned features, unsigned env_set,
+                           const struct wc_strategy *nt, const struct wc_strategy *cached,
+                           char *why, size_t len)
+{
+	char who[96];
+	size_t t;
+	double ms;
+	int ret;
+
+	if (env_set & WC_ENV_NO_QUIRKS)
+		snprintf(who, sizeof(who), "quirk table ignored (env WC_PMEM_NO_QUIRKS)");
+	else
+		snprintf(who, sizeof(who), "cpu not in the quirk table (%s family 0x%x model 0x%x)",
+		         cpu->vendor[0] ? cpu->vendor : "?", cpu->family, cpu->model);
+	ret = wc_first_use_threshold(features & wc_cpu_get()->features, cfg->flush_insn, &t, &ms);
+	if (ret) {
+		set_split(p, nt, cached, DEFAULT_THRESHOLD);
+		snprintf(why, len, "%s, measurement failed (%s): default %d", who, wc_errmsg(),
+		         DEFAULT_THRESHOLD);
+	} else if (t == SIZE_MAX) {
+		set_uniform(p, nt, SIZE_MAX);
+		snprintf(why, len, "%s, measured at first use in %.0f ms: non-temporal wins at "
+		         "every size", who, ms);
+	} else {
+		set_split(p, nt, cached, t);
+		snprintf(why, len, "%s, measured at first use in %.0f ms: crossover %zu", who, ms,
+		         t);
+	}
+	return 0;
+}
+
 /* Rules 2-8 of the comment at the top; `why` receives the reason. */
 static int decide(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
                   const struct wc_cpu *cpu, unsigned features, unsigned line,
@@ -214,12 +259,12 @@ static int decide(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
 		snprintf(why, len, "%s %zu",
 		         origin(env_set, WC_ENV_THRESHOLD, "env WC_PMEM_THRESHOLD"),
 		         cfg->threshold);
-	} else if ((quirk = wc_cpu_quirk_find(cpu)) && (quirk->flags & WC_QUIRK_NT_GOOD)) {
+	} else if (!(env_set & WC_ENV_NO_QUIRKS) && (quirk = wc_cpu_quirk_find(cpu)) &&
+	           (quirk->flags & WC_QUIRK_NT_GOOD)) {
 		set_uniform(p, nt, SIZE_MAX);
 		snprintf(why, len, "%s", quirk->reason);
 	} else {
-		set_split(p, nt, cached, DEFAULT_THRESHOLD);
-		snprintf(why, len, "default %d", DEFAULT_THRESHOLD);
+		return measure_unknown(p, cfg, cpu, features, env_set, nt, cached, why, len);
 	}
 	return 0;
 }
@@ -290,6 +335,15 @@ int wc_flush_policy_resolve(struct wc_flush_policy *p, const struct wc_pmem_conf
 	return 0;
 }
 
+void wc_flush_policy_set_reason(struct wc_flush_policy *p, const char *reason)
+{
+	const char *r = wc_intern(reason);
+
+	if (p->info.reason == p->line.reason)
+		p->info.reason = r;
+	p->line.reason = r;
+}
+
 /* `cfg` with the environment filling the fields it leaves 0. */
 static unsigned merge_env(struct wc_pmem_config *out, const struct wc_pmem_config *cfg,
                           const struct wc_pmem_env *env)
@@ -316,6 +370,7 @@ static unsigned merge_env(struct wc_pmem_config *out, const struct wc_pmem_confi
 		out->disable |= env->cfg.disable;
 		from_env |= WC_ENV_DISABLE;
 	}
+	from_env |= env->set & WC_ENV_NO_QUIRKS;
 	return from_env;
 }
 
@@ -403,7 +458,7 @@ struct policy_node {
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct policy_node *all_policies;
-static _Atomic(const struct wc_flush_policy *) current;
+_Atomic(const struct wc_flush_policy *) wc_flush_current __attribute__((visibility("hidden")));
 static int warned;
 
 /* Caller holds default_lock. */
@@ -454,17 +509,15 @@ static const struct wc_flush_policy *resolve_default(void)
 	return kept;
 }
 
-const struct wc_flush_policy *wc_flush_default(void)
+const struct wc_flush_policy *wc_flush_default_slow(void)
 {
-	const struct wc_flush_policy *p = atomic_load_explicit(&current, memory_order_acquire);
+	const struct wc_flush_policy *p;
 
-	if (__builtin_expect(p != NULL, 1))
-		return p;
 	pthread_mutex_lock(&default_lock);
-	p = atomic_load_explicit(&current, memory_order_relaxed);
+	p = atomic_load_explicit(&wc_flush_current, memory_order_relaxed);
 	if (!p) {
 		p = resolve_default();
-		atomic_store_explicit(&current, p, memory_order_release);
+		atomic_store_explicit(&wc_flush_current, p, memory_order_release);
 	}
 	pthread_mutex_unlock(&default_lock);
 	return p;
@@ -490,7 +543,7 @@ int wc_pmem_configure(const struct wc_pmem_config *cfg)
 	pthread_mutex_lock(&default_lock);
 	kept = keep(&p);
 	if (kept)
-		atomic_store_explicit(&current, kept, memory_order_release);
+		atomic_store_explicit(&wc_flush_current, kept, memory_order_release);
 	pthread_mutex_unlock(&default_lock);
 	if (!kept)
 		return wc_err(-ENOMEM, "wc_pmem_configure: out of memory for the policy");
@@ -510,7 +563,7 @@ int wc_pmem_info(struct wc_pmem_info *out)
 void wc_flush_default_reset(void)
 {
 	pthread_mutex_lock(&default_lock);
-	atomic_store_explicit(&current, NULL, memory_order_release);
+	atomic_store_explicit(&wc_flush_current, NULL, memory_order_release);
 	warned = 0;
 	wc_pmem_env_reset();
 	pthread_mutex_unlock(&default_lock);

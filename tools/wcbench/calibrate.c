@@ -4,7 +4,9 @@
  * stores and cached stores + flush on this machine, twice: the quick
  * measurement wc_pmem_calibrate() (what WC_PMEM_THRESHOLD=auto runs, and
  * `wcctl calibrate`), then a longer sweep of the same method that prints
- * every point.
+ * every point.  With --cache PATH it measures an existing cache file on its
+ * own free blocks instead and records the result in its superblock
+ * (calibrate_cache.c).
  */
 #include <getopt.h>
 #include <stdbool.h>
@@ -21,7 +23,12 @@ static void usage(FILE *f)
 	        "usage: wcbench calibrate [options]\n"
 	        "Measure where cached stores + flush start beating non-temporal stores and\n"
 	        "print the recommended threshold (WC_PMEM_THRESHOLD / wc_pmem_config.threshold).\n\n"
-	        "  --rounds N    rounds of the thorough sweep, best of N per point (default 9)\n"
+	        "  --cache PATH  measure on the free blocks of the cache file PATH instead, in\n"
+	        "                place, and record the result in its superblock (what wc_create\n"
+	        "                does; blocks holding data are never written).  Offline: the\n"
+	        "                cache must not be open anywhere\n"
+	        "  --rounds N    rounds of the thorough sweep (or of --cache), best of N per\n"
+	        "                point (default 9)\n"
 	        "  --bytes B     bytes written per point and strategy per round (default 1M)\n"
 	        "  --json        machine-readable output\n"
 	        "  --help\n");
@@ -40,6 +47,7 @@ int wcbench_calibrate(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "rounds", required_argument, NULL, 'r' },
+		{ "cache", required_argument, NULL, 'C' },
 		{ "bytes", required_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -53,6 +61,7 @@ int wcbench_calibrate(int argc, char **argv)
 	unsigned rounds = 9;
 	uint64_t bytes = 1u << 20;
 	bool json = false;
+	const char *cache = NULL;
 	struct wc_calibration cal;
 	size_t quick;
 	double t0, quick_ms;
@@ -81,6 +90,7 @@ int wcbench_calibrate(int argc, char **argv)
 			}
 			break;
 		case 'j': json = true; break;
+		case 'C': cache = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -89,6 +99,8 @@ int wcbench_calibrate(int argc, char **argv)
 		fprintf(stderr, "wcbench calibrate: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (cache)
+		return wcbench_calibrate_cache(cache, rounds, json);
 
 	t0 = wcb_now_ns();
 	ret = wc_pmem_calibrate(&quick);

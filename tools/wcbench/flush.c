@@ -3,8 +3,10 @@
  * flush.c -- `wcbench flush`: how fast each way of persisting a copy runs
  * on this machine, per copy size, against the engine's policy.
  *
- * Columns: the engine's policy (wc_flush_default(), environment included),
- * every strategy it chooses from, libpmem2's pmem2_memcpy on the same
+ * Columns: the engine's policy through the public API (wc_pmem_memcpy and
+ * wc_pmem_drain, environment included), every strategy it chooses from, a
+ * bare loop of the non-temporal width it uses (flush_bare.c: the least any
+ * engine of that width can do), libpmem2's pmem2_memcpy on the same
  * mapping, and plain memcpy (not persistent: the ceiling, for reference).
  * Each is measured with a fence after every copy and with one fence per
  * --batch copies (and one at the end).
@@ -196,13 +198,21 @@ static void add_column(struct bench *b, const char *name, enum col_kind kind, wc
 
 static void make_columns(struct bench *b)
 {
-	unsigned features = wc_cpu_get()->features;
+	/* The strategies the policy may choose from: WC_PMEM_NO_* hides some. */
+	unsigned features = wc_cpu_get()->features & ~wc_pmem_env_get()->cfg.disable;
 	const struct wc_strategy *s;
 
 	add_column(b, "policy", COL_POLICY, NULL, false);
 	s = wc_strategy_get(wc_strategy_best_nt(features));
 	if (s)
 		add_column(b, s->name, COL_STRATEGY, s->copy, true);
+	if (s && b->dst_offset == 0 && b->min >= 64) {
+		const char *bare_name;
+		wc_copy_fn bare = flushbench_bare_loop(s->name, &bare_name);
+
+		if (bare)
+			add_column(b, bare_name, COL_BARE, bare, false);
+	}
 	if (b->all_nt)
 		for (int id = WC_STRAT_NT_MOVNTI; id <= WC_STRAT_NT_AVX512; id++)
 			if (wc_strategy_usable((enum wc_strategy_id)id, features))
@@ -330,13 +340,16 @@ static double sample(struct bench *b, const struct column *c, size_t size, unsig
 
 	switch (c->kind) {
 	case COL_POLICY:
+		/* What an application calls: the public functions, with their
+		 * dispatch.  `p` is the policy they use (wc_flush_default). */
 		for (i = 1; i <= copies; i++) {
-			wc_flush_copy(p, next_dst(b, size), b->source, size);
+			wc_pmem_memcpy(next_dst(b, size), b->source, size);
 			if (i % batch == 0 || i == copies)
-				wc_flush_drain(p);
+				wc_pmem_drain();
 		}
 		break;
 	case COL_STRATEGY:
+	case COL_BARE:
 		for (i = 1; i <= copies; i++) {
 			c->copy(next_dst(b, size), b->source, size);
 			if (i % batch == 0 || i == copies)
@@ -503,10 +516,25 @@ static void measure(struct bench *b)
 			b->vs_best[si][m] = paired_ratio(b, si, m, b->best[si][m], pol,
 			                                 &b->vs_best_q3[si][m]);
 			b->vs_pmem2[si][m] = paired_ratio(b, si, m, pm, pol, &b->vs_pmem2_q3[si][m]);
+			if (flushbench_col_of_kind(b, COL_BARE) >= 0) {
+				double q3;
+
+				b->vs_bare[si][m] = paired_ratio(b, si, m,
+				                                 (unsigned)flushbench_col_of_kind(b, COL_BARE),
+				                                 pol, &q3);
+			}
 		}
 	}
 	if (!b->quiet)
 		wcb_progress_done();
+}
+
+int flushbench_col_of_kind(const struct bench *b, enum col_kind kind)
+{
+	for (unsigned i = 0; i < b->ncols; i++)
+		if (b->col[i].kind == kind)
+			return (int)i;
+	return -1;
 }
 
 unsigned flushbench_col_index(const struct bench *b, const char *name)

@@ -115,7 +115,10 @@ void flushbench_print_table(const struct bench *b)
 		printf("%-9s", "size");
 		for (unsigned ci = 0; ci < b->ncols; ci++)
 			printf(" %17s", b->col[ci].kind == COL_MEMCPY ? "memcpy*" : b->col[ci].name);
-		printf("  %8s %9s  best\n", "pol/best", "pol/pmem2");
+		printf("  %8s %9s", "pol/best", "pol/pmem2");
+		if (flushbench_col_of_kind(b, COL_BARE) >= 0)
+			printf(" %8s", "pol/bare");
+		printf("  best\n");
 		for (unsigned si = 0; si < b->nsizes; si++) {
 			printf("%-9s", wcb_size_str(s1, sizeof(s1), b->sizes[si]));
 			for (unsigned ci = 0; ci < b->ncols; ci++) {
@@ -124,12 +127,19 @@ void flushbench_print_table(const struct bench *b)
 				printf(" %8.2f %8s", (double)b->sizes[si] / ns,
 				       ns_str(s2, sizeof(s2), ns));
 			}
-			printf("  %8.2f %9.2f  %s\n", b->vs_best[si][m], b->vs_pmem2[si][m],
-			       b->col[b->best[si][m]].name);
+			printf("  %8.2f %9.2f", b->vs_best[si][m], b->vs_pmem2[si][m]);
+			if (flushbench_col_of_kind(b, COL_BARE) >= 0)
+				printf(" %8.2f", b->vs_bare[si][m]);
+			printf("  %s\n", b->col[b->best[si][m]].name);
 		}
 	}
 	flushbench_judge(b, v);
 	printf("\n* memcpy: plain cached stores, not persistent (a ceiling, for reference)\n");
+	if (flushbench_col_of_kind(b, COL_BARE) >= 0)
+		printf("  %s: aligned non-temporal stores of the policy's width and nothing else "
+		       "(the least any engine can do; not a strategy)\n",
+		       b->col[flushbench_col_of_kind(b, COL_BARE)].name);
+	printf("  policy: wc_pmem_memcpy + wc_pmem_drain, the public functions\n");
 	for (unsigned m = 0; m < NMODES; m++)
 		printf("%s: policy/best >= %.2f (lowest at %s, upper quartile %.2f), "
 		       "policy/pmem2 >= %.2f (lowest at %s, upper quartile %.2f)\n",
@@ -185,10 +195,12 @@ void flushbench_print_json(const struct bench *b)
 			printf("}, \"best\": ");
 			wcb_json_str(stdout, b->col[b->best[si][m]].name);
 			printf(", \"policy_vs_best\": %.3f, \"policy_vs_best_q3\": %.3f, "
-			       "\"policy_vs_pmem2\": %.3f, \"policy_vs_pmem2_q3\": %.3f}%s\n",
+			       "\"policy_vs_pmem2\": %.3f, \"policy_vs_pmem2_q3\": %.3f",
 			       b->vs_best[si][m], b->vs_best_q3[si][m], b->vs_pmem2[si][m],
-			       b->vs_pmem2_q3[si][m],
-			       si + 1 == b->nsizes && m + 1 == NMODES ? "" : ",");
+			       b->vs_pmem2_q3[si][m]);
+			if (flushbench_col_of_kind(b, COL_BARE) >= 0)
+				printf(", \"policy_vs_bare\": %.3f", b->vs_bare[si][m]);
+			printf("}%s\n", si + 1 == b->nsizes && m + 1 == NMODES ? "" : ",");
 		}
 	printf("  ],\n  \"summary\": {");
 	for (unsigned m = 0; m < NMODES; m++)

@@ -13,7 +13,7 @@
 
 #include "flush/engine.h"
 
-enum col_kind { COL_POLICY, COL_STRATEGY, COL_PMEM2, COL_MEMCPY };
+enum col_kind { COL_POLICY, COL_STRATEGY, COL_BARE, COL_PMEM2, COL_MEMCPY };
 enum { MODE_FENCED, MODE_BATCHED, NMODES };
 
 #define MAX_COLS  12
@@ -24,7 +24,7 @@ enum { MODE_FENCED, MODE_BATCHED, NMODES };
 struct column {
 	const char *name;
 	enum col_kind kind;
-	wc_copy_fn copy;  /* COL_STRATEGY */
+	wc_copy_fn copy;  /* COL_STRATEGY, COL_BARE */
 	bool single;      /* one of the engine's strategies: counts for "best" */
 };
 
@@ -60,6 +60,7 @@ struct bench {
 	/* median over runs of (other column's time / policy's time) in the
 	 * same run: pairing cancels drift from whatever else the machine does */
 	double vs_best[MAX_SIZES][NMODES], vs_pmem2[MAX_SIZES][NMODES];
+	double vs_bare[MAX_SIZES][NMODES]; /* 0 without a bare column */
 	/* their upper quartiles: how high the paired runs reach */
 	double vs_best_q3[MAX_SIZES][NMODES], vs_pmem2_q3[MAX_SIZES][NMODES];
 	unsigned best[MAX_SIZES][NMODES];
@@ -79,6 +80,11 @@ struct verdict {
 enum goal { GOAL_MET, GOAL_TIE, GOAL_MISSED };
 
 unsigned flushbench_col_index(const struct bench *b, const char *name);
+/* The column of kind `kind`, or -1. */
+int flushbench_col_of_kind(const struct bench *b, enum col_kind kind);
+/* flush_bare.c: a bare loop of the NT strategy `nt_name` (NULL if none),
+ * for aligned multiples of 64 bytes only. */
+wc_copy_fn flushbench_bare_loop(const char *nt_name, const char **bare_name);
 /* The lowest ratios per mode and how many sizes miss the goal. */
 void flushbench_judge(const struct bench *b, struct verdict v[NMODES]);
 enum goal flushbench_goal(const struct verdict v[NMODES]);

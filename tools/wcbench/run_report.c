@@ -90,7 +90,8 @@ void run_report_text(const struct run_ctx *x)
 	       cc->autocommit_blocks, cc->autocommit_ms, cc->high_watermark, cc->low_watermark,
 	       o->no_prefill ? ", no prefill" : ", working set written and committed first");
 	policy_text(text, sizeof(text), &x->c->fp.info);
-	printf("policy: %s -- %s\n", text, x->c->fp.info.reason);
+	printf("policy: %s, %s (cache and floor) -- %s\n", text, x->final.pmem_source,
+	       x->c->fp.info.reason);
 	if (!o->no_floor)
 		printf("floor: the same operations with the flush engine alone into a %s /dev/shm "
 		       "region, one drain per %s\n", wcb_size_str(s3, sizeof(s3), x->floor_len),
@@ -212,6 +213,8 @@ void run_report_json(const struct run_ctx *x)
 	       cc->high_watermark, cc->low_watermark);
 	printf("  \"policy\": ");
 	wcb_json_policy(stdout, in);
+	printf(",\n  \"policy_source\": ");
+	wcb_json_str(stdout, x->final.pmem_source);
 	printf(",\n  \"results\": [\n");
 	for (unsigned k = 0; k < x->nconfigs; k++) {
 		const struct run_config *cfg = &x->configs[k];

@@ -6,6 +6,7 @@
 #ifndef WCBENCH_H
 #define WCBENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,8 @@ int wcbench_calibrate(int argc, char **argv);
 int wcbench_run(int argc, char **argv);
 int wcbench_recover(int argc, char **argv);
 int wcbench_writeback(int argc, char **argv);
+/* calibrate_cache.c: `wcbench calibrate --cache PATH` */
+int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json);
 
 /* ---- report.c --------------------------------------------------------- */
 

@@ -144,13 +144,6 @@ static void status_usage(FILE *f)
 	        "  --help\n");
 }
 
-static bool pmem_config_set(const struct wc_pmem_config *p)
-{
-	static const struct wc_pmem_config zero;
-
-	return memcmp(p, &zero, sizeof(zero)) != 0;
-}
-
 static void status_line(const struct wc_stats *st)
 {
 	printf("%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
@@ -293,7 +286,8 @@ static void status_text(const struct status_view *v)
 	       st->writeback_ios, wcctl_size_str(s2, sizeof(s2), st->writeback_bytes),
 	       st->writeback_errors, st->writeback_blocks);
 	threshold_str(thr, sizeof(thr), v->pmem.threshold);
-	printf("flush policy   threshold %s (%s, %s)\n", thr, v->pmem.reason, v->pmem_source);
+	printf("flush policy   %s: threshold %s\n", v->pmem_source, thr);
+	printf("               why: %s\n", v->pmem.reason);
 	printf("               small copies %s, large copies %s, line %u B\n",
 	       v->pmem.small_strategy, v->pmem.large_strategy, v->pmem.line_size);
 	if (strcmp(st->granularity, "cache-line") != 0)
@@ -359,21 +353,10 @@ int wcctl_status(int argc, char **argv)
 		fprintf(stderr, "%s: close: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
 	}
-	/* The cache resolved its own policy from cfg.pmem; resolving it again
-	 * here gives the same answer (same config, same CPU, same env). */
-	if (pmem_config_set(&cfg.pmem)) {
-		struct wc_flush_policy p;
-
-		if (wc_flush_policy_init(&p, &cfg.pmem) == 0) {
-			v.pmem = p.info;
-			v.pmem_source = "this cache's pmem_* options";
-		}
-	}
-	if (!v.pmem_source) {
-		if (wc_pmem_info(&v.pmem))
-			fprintf(stderr, "%s: warning: %s\n", cmd, wc_errmsg());
-		v.pmem_source = "process default";
-	}
+	/* The cache's own policy: measured on its memory, recorded, or from
+	 * its options or the environment (wc_stats says which). */
+	v.pmem = v.st.pmem;
+	v.pmem_source = v.st.pmem_source;
 	v.sb_ok = read_commit(v.cache, &v.img);
 	if (json)
 		status_json(&v);

@@ -1,25 +1,36 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * calibrate.c -- `wcctl calibrate`: the flush engine's quick measurement
- * (wc_pmem_calibrate, what WC_PMEM_THRESHOLD=auto runs) beside the policy
- * in force (wc_pmem_info).  `wcbench calibrate` runs the same measurement
- * and then a longer sweep that prints every point.
+ * calibrate.c -- `wcctl calibrate [CACHE]`: the flush engine's quick
+ * measurement (wc_pmem_calibrate, what WC_PMEM_THRESHOLD=auto runs) beside
+ * the policy in force (wc_pmem_info) and, given a cache file, the policy
+ * recorded in its superblock (read only: wcctl never writes a cache here).
+ * `wcbench calibrate` runs the same measurement and then a longer sweep
+ * that prints every point; `wcbench calibrate --cache` measures a cache on
+ * its own free blocks and records the result.
  */
 #include <getopt.h>
 #include <stdint.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "policy_line.h"
 #include "wcctl.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: wcctl calibrate [--json]\n"
+	        "usage: wcctl calibrate [CACHE] [--json]\n"
 	        "Measure where cached stores + flush start beating non-temporal stores on\n"
-	        "this machine (about 100 ms) and show the flush policy in force.  To use\n"
-	        "the result: WC_PMEM_THRESHOLD=<bytes>|nt|auto in the environment, or\n"
-	        "pmem_threshold=... in a cache's options.  `wcbench calibrate` prints the\n"
-	        "whole sweep.\n\n"
+	        "this machine (about 10-30 ms, on a private buffer) and show the flush\n"
+	        "policy in force.  With CACHE, also the policy recorded in the cache's\n"
+	        "superblock (what wc_open uses on a matching CPU; read only).  Caches\n"
+	        "measure on their own free blocks at wc_create; to measure one again in\n"
+	        "place: wcbench calibrate --cache CACHE.  To override: WC_PMEM_THRESHOLD=\n"
+	        "<bytes>|nt|auto, or pmem_threshold=... in a cache's options.\n\n"
 	        "  --json   one JSON object instead\n"
 	        "  --help\n");
 }
@@ -53,6 +64,57 @@ static const char *cpu_flags(char *buf, size_t len, unsigned cpu)
 	return buf;
 }
 
+/* The superblock's policy line of `path` (validated superblock first). */
+static int read_record(const char *path, struct wc_pmem_policy *rec)
+{
+	struct wcctl_image img;
+	int ret = wcctl_image_open(&img, path);
+
+	if (ret) {
+		if (img.fd >= 0)
+			wcctl_image_close(&img);
+		return ret;
+	}
+	if (pread(img.fd, rec, sizeof(*rec), WC_POLICY_OFFSET) != (ssize_t)sizeof(*rec)) {
+		ret = wc_err_sys(-errno, "%s: read the flush policy line at offset %u", path,
+		                 WC_POLICY_OFFSET);
+	}
+	wcctl_image_close(&img);
+	return ret;
+}
+
+/* "recorded ..." line(s) for a cache's record; `measured` is this run's. */
+static void print_record(const char *cache, const struct wc_pmem_policy *rec, size_t measured)
+{
+	char res[64], cpu[160], when[64];
+	unsigned features;
+	int flush_insn, valid = wc_policy_check(rec);
+	static const struct wc_pmem_config none;
+
+	if (valid == -ENODATA) {
+		printf("recorded     none in %s (wc_open measures on its free blocks)\n", cache);
+		return;
+	}
+	if (valid) {
+		printf("recorded     damaged in %s: %s (wc_open measures again)\n", cache,
+		       wc_errmsg());
+		return;
+	}
+	wc_policy_inputs(&none, &features, &flush_insn);
+	printf("recorded     %s, on %s's free blocks (%s, up to %u KiB, %.0f ms)\n",
+	       wc_policy_result_str(res, sizeof(res), rec->threshold), cache,
+	       wcctl_time_str(when, sizeof(when), rec->time), rec->max_size_kib,
+	       rec->elapsed_us / 1e3);
+	printf("             on %s: %s\n", wc_policy_cpu_str(cpu, sizeof(cpu), rec),
+	       wc_policy_matches(rec, features, flush_insn)
+	               ? "this CPU and setup, so wc_open uses it"
+	               : "NOT this CPU or setup, so wc_open measures again");
+	if ((rec->threshold == UINT64_MAX) != (measured == SIZE_MAX) ||
+	    (measured != SIZE_MAX && rec->threshold != measured))
+		printf("             (the fresh measurement above is on a private DRAM buffer, "
+		       "up to 64 KiB; the record is on the cache's own memory)\n");
+}
+
 int wcctl_calibrate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -60,7 +122,8 @@ int wcctl_calibrate(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *cmd = argv[0];
+	const char *cmd = argv[0], *cache = NULL;
+	struct wc_pmem_policy rec;
 	struct wc_pmem_info info;
 	size_t measured;
 	bool json = false, env_bad;
@@ -76,9 +139,18 @@ int wcctl_calibrate(int argc, char **argv)
 		default: usage(stderr); return WCCTL_USAGE;
 		}
 	}
-	ret = wcctl_positional(cmd, argc, argv, optind, 0, "no argument");
-	if (ret)
-		return ret;
+	if (argc - optind == 1) {
+		cache = argv[optind];
+		ret = read_record(cache, &rec);
+		if (ret) {
+			fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
+			return WCCTL_FAIL;
+		}
+	} else {
+		ret = wcctl_positional(cmd, argc, argv, optind, 0, "at most one CACHE");
+		if (ret)
+			return ret;
+	}
 
 	/* wc_pmem_info fills `info` even when a WC_PMEM_* variable is bad;
 	 * the bad variable is still a failure (never silently ignored). */
@@ -111,7 +183,28 @@ int wcctl_calibrate(int argc, char **argv)
 		       "\"features\": ",
 		       info.family, info.model, info.stepping, info.line_size);
 		wcctl_json_str(stdout, flags);
-		printf("},\n  \"environment_error\": ");
+		printf("}");
+		if (cache) {
+			unsigned features;
+			int flush_insn, valid = wc_policy_check(&rec);
+			static const struct wc_pmem_config none;
+
+			wc_policy_inputs(&none, &features, &flush_insn);
+			printf(",\n  \"recorded\": {\"cache\": ");
+			wcctl_json_str(stdout, cache);
+			printf(", \"state\": \"%s\"", valid == -ENODATA ? "none" :
+			       valid ? "damaged" : "valid");
+			if (!valid) {
+				printf(", \"threshold\": ");
+				json_threshold(rec.threshold == UINT64_MAX ? SIZE_MAX :
+				               (size_t)rec.threshold);
+				printf(", \"max_size_kib\": %u, \"time\": %llu, \"matches_this_cpu\": %s",
+				       rec.max_size_kib, (unsigned long long)rec.time,
+				       wc_policy_matches(&rec, features, flush_insn) ? "true" : "false");
+			}
+			printf("}");
+		}
+		printf(",\n  \"environment_error\": ");
 		wcctl_json_str(stdout, env_bad ? envmsg : NULL);
 		printf("\n}\n");
 	} else {
@@ -129,6 +222,8 @@ int wcctl_calibrate(int argc, char **argv)
 			printf("in force     threshold %zu (%s)\n", info.threshold, info.reason);
 		printf("             small copies %s, large copies %s\n", info.small_strategy,
 		       info.large_strategy);
+		if (cache)
+			print_record(cache, &rec, measured);
 		if (measured != info.threshold) {
 			char t[32];
 
