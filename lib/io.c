@@ -14,9 +14,12 @@
  * Cleaner mode writes a block the cache does not hold around it, to the
  * origin.  The commit (commit.c) drains once for the whole epoch.
  *
- * A read looks a block up under the shard lock, copies it out with no lock
- * and then checks that the block was not freed and reused meanwhile (its
- * generation, bumped by every free); if it was, the read looks again.
+ * A read hit takes no lock: it copies the version at the head of the
+ * block's bucket chain and checks afterwards, by the entry's generation
+ * (odd from a free until the next publication), that this version was
+ * published for the block and not freed during the copy.  Anything else
+ * looks the block up under the shard lock, copies with no lock, and checks
+ * the generation the same way; a changed generation means look again.
  */
 #include <stdlib.h>
 #include <string.h>
