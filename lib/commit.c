@@ -251,8 +251,22 @@ static void free_superseded(struct wc_cache *c, unsigned par, uint64_t shards)
  * caller's next drain makes them durable. */
 static void invalidate_pending(struct wc_cache *c)
 {
+	const void *flushed = NULL;
+
+	/* Every store first, then each line's flush once: a flush may evict
+	 * the line (CLFLUSHOPT; CLWB on some CPUs), and the next store into
+	 * it would wait for a read-for-ownership (a group's entries share
+	 * lines). */
 	for (size_t i = 0; i < c->pending_n; i++)
-		wc_entry_invalidate(c, c->pending[i]);
+		__atomic_store_n(&wc_pmem_entry(c->base, &c->layout, c->pending[i])->seq, WC_NONE,
+		                 __ATOMIC_RELAXED);
+	for (size_t i = 0; i < c->pending_n; i++) {
+		const void *line = wc_line_of(wc_pmem_entry(c->base, &c->layout, c->pending[i]));
+
+		if (line != flushed)
+			wc_flush_range(&c->fp, line, 64);
+		flushed = line;
+	}
 }
 
 void wc_release_freed_locked(struct wc_cache *c)
@@ -282,7 +296,7 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 {
 	uint64_t n = atomic_load(&c->uncommitted[e & 1]);
 	bool complete = n <= c->entry_log_cap;
-	const void *flushed = NULL; /* the line flushed last: a group's entries share lines */
+	const void *flushed = NULL;
 
 	if (!complete)
 		n = c->entry_log_cap;
@@ -297,8 +311,6 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 		 * be logged twice; only its current life counts. */
 		if (__atomic_load_n(&c->e[idx].gen, __ATOMIC_RELAXED) != c->entry_log[e & 1][i].gen)
 			continue;
-		/* Read before the flush: CLFLUSHOPT (and CLWB on some CPUs)
-		 * evicts the line. */
 		if (pe->seq == e) {
 			rec->count++;
 			rec->digest += wc_entry_digest(idx, pe->origin_block, e);
@@ -306,10 +318,15 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 		/* The versions epoch e superseded sit in the shards of its
 		 * own entries (same origin block). */
 		*shards |= 1ull << wc_shard_index(pe->origin_block);
-		if ((const void *)((uintptr_t)pe & ~(uintptr_t)63) != flushed) {
-			flushed = (const void *)((uintptr_t)pe & ~(uintptr_t)63);
-			wc_flush_range(&c->fp, flushed, 64);
-		}
+	}
+	/* Flushes after every read: a flush may evict the line (CLFLUSHOPT;
+	 * CLWB on some CPUs), and a group's entries share lines. */
+	for (uint64_t i = 0; i < n; i++) {
+		const void *line = wc_line_of(wc_pmem_entry(c->base, &c->layout, c->entry_log[e & 1][i].idx));
+
+		if (line != flushed)
+			wc_flush_range(&c->fp, line, 64);
+		flushed = line;
 	}
 	rec->crc = wc_record_crc(rec);
 	return complete;

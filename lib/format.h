@@ -227,6 +227,12 @@ void wc_commit_point(const struct wc_pmem_sb *sb, const struct wc_pmem_record *s
                      const struct wc_pmem_entry *entries, uint64_t n_blocks,
                      struct wc_commit_point *out);
 
+/* The 64-byte line holding p (entries are 16 bytes, four to a line). */
+static inline const void *wc_line_of(const void *p)
+{
+	return (const void *)((uintptr_t)p & ~(uintptr_t)63);
+}
+
 static inline struct wc_pmem_entry *wc_pmem_entry(void *base, const struct wc_layout *l,
                                                   uint64_t idx)
 {
