@@ -161,12 +161,18 @@ static void prefetch_publish(struct wc_cache *c, struct wc_shard *s, uint64_t bl
 		__builtin_prefetch(&c->e[idx[i]], 1);
 		__builtin_prefetch(wc_pmem_entry(c->base, &c->layout, idx[i]), 1);
 	}
+}
+
+/* After the copy, before the shard lock: the version the first block
+ * supersedes and its age-list neighbours (the unlink writes them), found
+ * with no lock -- a hint, never trusted, every index checked before use.
+ * The loads run while the copy's non-temporal stores drain (loads pass older
+ * stores), which the lock's exchange waits for anyway.  A group's versions
+ * were mostly written together, so the first one's neighbours are the
+ * others'. */
+static void prefetch_superseded(struct wc_cache *c, struct wc_shard *s, uint64_t block)
+{
 #ifndef WC_TSAN
-	/* The version the first block supersedes and its age-list neighbours
-	 * (the unlink writes them), found with no lock: a hint, never
-	 * trusted, every index checked before use.  A group's versions were
-	 * mostly written together, so the first one's neighbours are the
-	 * others'. */
 	{
 		uint32_t i = __atomic_load_n(wc_bucket(s, block), __ATOMIC_RELAXED);
 
@@ -288,6 +294,7 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 				wc_flush_copy(&c->fp, block_data(c, idx[i]), src + (size_t)i * bs,
 				              (size_t)(j - i) * bs);
 			}
+			prefetch_superseded(c, s, block);
 			ret = publish(c, s, block, idx, (unsigned)got);
 		}
 		if (ret)
