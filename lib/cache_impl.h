@@ -3,12 +3,13 @@
  * cache_impl.h -- the cache's DRAM state, shared by the files of lib/.
  *
  * Locking (no global lock on the I/O path):
- *  - shard->lock: the index chain, LRU and superseded lists, the state of
- *    every entry whose origin block hashes to the shard, and the shard's
- *    stats.  Never held across a data copy: a writer copies into a block
- *    nobody else can see yet, a reader copies out with no lock and checks
- *    the entry's generation afterwards (io.c).
- *  - freelist part->lock: one of WC_FREE_PARTS free lists.
+ *  - shard->lock (a spinlock, spinlock.h): the index chain, age and
+ *    superseded lists, the state of every entry whose origin block hashes to
+ *    the shard, the shard's stats, and for its holder the epoch it read
+ *    (commit.c, wait_epoch_quiet).  Never held across a data copy: a writer
+ *    copies into a block nobody else can see yet, a reader copies out with
+ *    no lock and checks the entry's generation afterwards (io.c).
+ *  - freelist part->lock (a spinlock): one of WC_FREE_PARTS free stacks.
  *  - c->commit_lock: one commit at a time (group commit: waiters share it).
  *  - c->wb_lock: one write-back round at a time.
  * Order: wb_lock -> commit_lock -> shard lock -> free-list lock (the
