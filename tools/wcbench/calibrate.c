@@ -43,6 +43,25 @@ static const char *threshold_str(char *buf, size_t len, size_t t)
 	return buf;
 }
 
+void wcb_json_calibration(FILE *f, const struct wc_calibration *cal)
+{
+	fprintf(f, "  \"rounds\": %u,\n  \"points\": [\n", cal->rounds);
+	for (unsigned i = 0; i < cal->npoints; i++) {
+		const struct wc_calibration_point *pt = &cal->pt[i];
+
+		fprintf(f, "    {\"size\": %zu, \"nt_fenced_ns\": %.1f, \"cached_fenced_ns\": %.1f, "
+		           "\"nt_batched_ns\": %.1f, \"cached_batched_ns\": %.1f}%s\n",
+		        pt->size, pt->nt_fenced, pt->cached_fenced, pt->nt_batched, pt->cached_batched,
+		        i + 1 < cal->npoints ? "," : "");
+	}
+	fprintf(f, "  ],\n  \"threshold\": ");
+	if (cal->threshold == SIZE_MAX)
+		fprintf(f, "null");
+	else
+		fprintf(f, "%zu", cal->threshold);
+	fprintf(f, ",\n  \"ms\": %.1f", cal->elapsed_ms);
+}
+
 int wcbench_calibrate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -125,21 +144,9 @@ int wcbench_calibrate(int argc, char **argv)
 		wcb_json_str(stdout, cal.nt_name);
 		printf(",\n  \"cached\": ");
 		wcb_json_str(stdout, cal.cached_name);
-		printf(",\n  \"rounds\": %u,\n  \"points\": [\n", cal.rounds);
-		for (unsigned i = 0; i < cal.npoints; i++) {
-			const struct wc_calibration_point *pt = &cal.pt[i];
-
-			printf("    {\"size\": %zu, \"nt_fenced_ns\": %.1f, \"cached_fenced_ns\": %.1f, "
-			       "\"nt_batched_ns\": %.1f, \"cached_batched_ns\": %.1f}%s\n",
-			       pt->size, pt->nt_fenced, pt->cached_fenced, pt->nt_batched,
-			       pt->cached_batched, i + 1 < cal.npoints ? "," : "");
-		}
-		printf("  ],\n  \"threshold\": ");
-		if (cal.threshold == SIZE_MAX)
-			printf("null");
-		else
-			printf("%zu", cal.threshold);
-		printf(",\n  \"ms\": %.1f\n}\n", cal.elapsed_ms);
+		printf(",\n");
+		wcb_json_calibration(stdout, &cal);
+		printf("\n}\n");
 		return 0;
 	}
 

@@ -137,22 +137,9 @@ int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json)
 		wcb_json_str(stdout, cal.nt_name);
 		printf(",\n  \"cached\": ");
 		wcb_json_str(stdout, cal.cached_name);
-		printf(",\n  \"area_bytes\": %llu,\n  \"rounds\": %u,\n  \"points\": [\n",
-		       (unsigned long long)area, cal.rounds);
-		for (unsigned i = 0; i < cal.npoints; i++) {
-			const struct wc_calibration_point *pt = &cal.pt[i];
-
-			printf("    {\"size\": %zu, \"nt_fenced_ns\": %.1f, \"cached_fenced_ns\": %.1f, "
-			       "\"nt_batched_ns\": %.1f, \"cached_batched_ns\": %.1f}%s\n",
-			       pt->size, pt->nt_fenced, pt->cached_fenced, pt->nt_batched,
-			       pt->cached_batched, i + 1 < cal.npoints ? "," : "");
-		}
-		printf("  ],\n  \"threshold\": ");
-		if (cal.threshold == SIZE_MAX)
-			printf("null");
-		else
-			printf("%zu", cal.threshold);
-		printf(",\n  \"ms\": %.1f,\n  \"previous_record_valid\": %s\n}\n", cal.elapsed_ms,
+		printf(",\n  \"area_bytes\": %llu,\n", (unsigned long long)area);
+		wcb_json_calibration(stdout, &cal);
+		printf(",\n  \"previous_record_valid\": %s\n}\n",
 		       wc_policy_check(&before) == 0 ? "true" : "false");
 		status = 0;
 		goto out;

@@ -18,6 +18,10 @@ int wcbench_calibrate(int argc, char **argv);
 int wcbench_run(int argc, char **argv);
 int wcbench_recover(int argc, char **argv);
 int wcbench_writeback(int argc, char **argv);
+/* calibrate.c: the measurement's JSON members "rounds" .. "ms" (no newline
+ * after the last). */
+struct wc_calibration;
+void wcb_json_calibration(FILE *f, const struct wc_calibration *cal);
 /* calibrate_cache.c: `wcbench calibrate --cache PATH` */
 int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json);
 
