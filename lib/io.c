@@ -279,11 +279,14 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 	while (n) {
 		int got, ret;
 
-		if (atomic_load_explicit(&c->cleaner, memory_order_relaxed) && !cached(c, block)) {
+		bool cleaner = atomic_load_explicit(&c->cleaner, memory_order_relaxed);
+
+		if (cleaner && !cached(c, block)) {
 			ret = write_around(c, src, block);
 			got = 1;
 		} else {
-			got = wc_alloc_blocks(c, idx, n);
+			/* Cleaner mode decides block by block. */
+			got = wc_alloc_blocks(c, idx, cleaner ? 1 : n);
 			if (got < 0)
 				return got;
 			prefetch_publish(c, s, block, idx, (unsigned)got);
