@@ -43,6 +43,23 @@ static const char *threshold_str(char *buf, size_t len, size_t t)
 	return buf;
 }
 
+void wcb_text_calibration(FILE *f, const struct wc_calibration *cal)
+{
+	char sz[32];
+
+	fprintf(f, "%-9s %12s %12s %8s   %12s %12s %8s\n", "size", "nt fenced", "cached", "ratio",
+	        "nt batched", "cached", "ratio");
+	for (unsigned i = 0; i < cal->npoints; i++) {
+		const struct wc_calibration_point *pt = &cal->pt[i];
+
+		fprintf(f, "%-9s %10.0fns %10.0fns %8.2f   %10.0fns %10.0fns %8.2f\n",
+		        wcb_size_str(sz, sizeof(sz), pt->size), pt->nt_fenced, pt->cached_fenced,
+		        pt->cached_fenced / pt->nt_fenced, pt->nt_batched, pt->cached_batched,
+		        pt->cached_batched / pt->nt_batched);
+	}
+	fprintf(f, "(ratio = cached time / nt time: above 1, non-temporal stores are faster)\n");
+}
+
 void wcb_json_calibration(FILE *f, const struct wc_calibration *cal)
 {
 	fprintf(f, "  \"rounds\": %u,\n  \"points\": [\n", cal->rounds);
@@ -160,17 +177,7 @@ int wcbench_calibrate(int argc, char **argv)
 	printf("\nthorough sweep: %s vs %s, best of %u rounds, %s per point, %.0f ms\n",
 	       cal.nt_name, cal.cached_name, cal.rounds, wcb_size_str(s1, sizeof(s1), bytes),
 	       cal.elapsed_ms);
-	printf("%-9s %12s %12s %8s   %12s %12s %8s\n", "size", "nt fenced", "cached", "ratio",
-	       "nt batched", "cached", "ratio");
-	for (unsigned i = 0; i < cal.npoints; i++) {
-		const struct wc_calibration_point *pt = &cal.pt[i];
-
-		printf("%-9s %10.0fns %10.0fns %8.2f   %10.0fns %10.0fns %8.2f\n",
-		       wcb_size_str(s1, sizeof(s1), pt->size), pt->nt_fenced, pt->cached_fenced,
-		       pt->cached_fenced / pt->nt_fenced, pt->nt_batched, pt->cached_batched,
-		       pt->cached_batched / pt->nt_batched);
-	}
-	printf("(ratio = cached time / nt time: above 1, non-temporal stores are faster)\n");
+	wcb_text_calibration(stdout, &cal);
 	printf("\ncrossover: %s\nrecommended: WC_PMEM_THRESHOLD=%s\n",
 	       cal.threshold == SIZE_MAX ? "none: non-temporal stores win at every size" :
 	                                   threshold_str(buf, sizeof(buf), cal.threshold),

@@ -149,17 +149,8 @@ int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json)
 	       wcb_size_str(s1, sizeof(s1), l.block_size), wcb_size_str(s2, sizeof(s2), area));
 	printf("%s vs %s, best of %u rounds, %.0f ms\n", cal.nt_name, cal.cached_name, cal.rounds,
 	       cal.elapsed_ms);
-	printf("%-9s %12s %12s %8s   %12s %12s %8s\n", "size", "nt fenced", "cached", "ratio",
-	       "nt batched", "cached", "ratio");
-	for (unsigned i = 0; i < cal.npoints; i++) {
-		const struct wc_calibration_point *pt = &cal.pt[i];
-
-		printf("%-9s %10.0fns %10.0fns %8.2f   %10.0fns %10.0fns %8.2f\n",
-		       wcb_size_str(s1, sizeof(s1), pt->size), pt->nt_fenced, pt->cached_fenced,
-		       pt->cached_fenced / pt->nt_fenced, pt->nt_batched, pt->cached_batched,
-		       pt->cached_batched / pt->nt_batched);
-	}
-	printf("(ratio = cached time / nt time: above 1, non-temporal stores are faster)\n\n");
+	wcb_text_calibration(stdout, &cal);
+	printf("\n");
 	print_record("before", &before);
 	print_record("recorded", &now);
 	printf("wc_open on this CPU now uses the record (wcctl status shows it)\n");

@@ -22,6 +22,8 @@ int wcbench_writeback(int argc, char **argv);
  * after the last). */
 struct wc_calibration;
 void wcb_json_calibration(FILE *f, const struct wc_calibration *cal);
+/* calibrate.c: the measurement as a text table, one line per size. */
+void wcb_text_calibration(FILE *f, const struct wc_calibration *cal);
 /* calibrate_cache.c: `wcbench calibrate --cache PATH` */
 int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json);
 
