@@ -150,7 +150,7 @@ int wc_alloc_blocks(struct wc_cache *c, uint32_t *out, unsigned want)
 		}
 		/* Only committed blocks can be written back: a cache full of
 		 * uncommitted blocks needs a commit before anything frees up. */
-		if (atomic_load(&c->uncommitted[0]) || atomic_load(&c->uncommitted[1])) {
+		if (wc_uncommitted(c)) {
 			err = wc_commit(c, false);
 			if (err)
 				return err;
@@ -190,14 +190,13 @@ static void push_locked(struct wc_cache *c, struct wc_freelist *p, uint32_t idx)
 {
 	struct wc_entry *e = &c->e[idx];
 
-	e->flags = 0;
+	wc_entry_set_flags(e, 0);
 	/* Before the block can be handed out again: a reader that copied out
 	 * of it with no lock sees the change (io.c, read_block). */
 	__atomic_store_n(&e->gen, (uint16_t)(__atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1),
 	                 __ATOMIC_RELEASE);
-	e->origin = WC_NONE;
+	wc_entry_set_origin(e, WC_NONE);
 	e->seq = WC_NONE;
-	e->prev = e->next = WC_NIL;
 	p->stack[p->count] = idx;
 	__atomic_store_n(&p->count, p->count + 1, __ATOMIC_RELAXED);
 }

@@ -88,8 +88,10 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 	wc_dram_table_free(c->e, c->layout.n_blocks * sizeof(*c->e));
 	wc_freelist_fini(c);
 	free(c->pending);
-	free(c->entry_log[0]);
-	free(c->entry_log[1]);
+	for (unsigned i = 0; i < WC_SHARDS; i++) {
+		free(c->shards[i].log[0]);
+		free(c->shards[i].log[1]);
+	}
 	wc_map_close(c);
 	if (close_origin && c->origin.ops)
 		wc_origin_close(&c->origin);
@@ -128,17 +130,9 @@ static int setup_blocks(struct wc_cache *c, uint64_t origin_size)
 		return wc_err(-ENOMEM, "%s: %llu DRAM entries", c->cache_path,
 		              (unsigned long long)c->layout.n_blocks);
 	c->dram_bytes = c->layout.n_blocks * sizeof(*c->e) + sizeof(*c);
-	/* Writers may run ahead of a commit in progress: room for 4 batches;
-	 * beyond that a writer flushes its own entry. */
-	c->entry_log_cap = (uint64_t)c->cfg.autocommit_blocks * 4;
-	if (c->entry_log_cap > c->layout.n_blocks)
-		c->entry_log_cap = c->layout.n_blocks;
-	c->entry_log[0] = calloc(c->entry_log_cap, sizeof(struct wc_logged));
-	c->entry_log[1] = calloc(c->entry_log_cap, sizeof(struct wc_logged));
-	if (!c->entry_log[0] || !c->entry_log[1])
-		c->entry_log_cap = 0;
-	c->dram_bytes += 2 * c->entry_log_cap * sizeof(struct wc_logged);
-	ret = wc_index_init(c);
+	ret = wc_shard_logs_init(c);
+	if (!ret)
+		ret = wc_index_init(c);
 	if (!ret)
 		ret = wc_freelist_init(c);
 	return ret;

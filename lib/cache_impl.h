@@ -3,9 +3,9 @@
  * cache_impl.h -- the cache's DRAM state, shared by the files of lib/.
  *
  * Locking (no global lock on the I/O path):
- *  - shard->lock (a spinlock, spinlock.h): the index chain, age and
- *    superseded lists, the state of every entry whose origin block hashes to
- *    the shard, the shard's stats, and for its holder the epoch it read
+ *  - shard->lock (a spinlock, spinlock.h): the index chains, the state of
+ *    every entry whose origin block hashes to the shard, the shard's log of
+ *    the current epoch, its stats, and for its holder the epoch it read
  *    (commit.c, wait_epoch_quiet).  Never held across a data copy: a writer
  *    copies into a block nobody else can see yet, a reader copies out with
  *    no lock and checks the entry's generation afterwards (io.c).
@@ -45,18 +45,17 @@ enum {
 	WC_E_SUPERSEDED = 1u << 2, /* an older version, freed after the next commit */
 	WC_E_WB = 1u << 3,         /* being written back */
 	WC_E_SPARE = 1u << 4,      /* unused on the I/O path (recovery's marker) */
-	WC_E_ON_LRU = 1u << 5,     /* on the shard's age list */
-	WC_E_ON_SUPERSEDED = 1u << 6,
-	WC_E_SUP1 = 1u << 7,       /* ... on list superseded[1] (else [0]) */
 };
 
 /* DRAM twin of one cache block: 32 bytes, two to a line (dm-writecache
- * spends 88).  Its age is its epoch's (wc_age_horizon). */
+ * spends 88).  No list links: its age is its epoch's (wc_age_horizon),
+ * write-back finds it by its place in the cache (writeback.c), and the
+ * versions it supersedes are found on its hash chain (commit.c). */
 struct wc_entry {
 	uint64_t origin;       /* origin block number */
 	uint64_t seq;          /* epoch it was written in */
-	uint32_t hash_next;    /* shard hash chain */
-	uint32_t prev, next;   /* age / superseded list links */
+	uint32_t hash_next;    /* shard hash chain, newest version first */
+	uint32_t spare[2];     /* keeps an entry inside one line */
 	/* Odd from the block's free until its publication, even while it is
 	 * published: a reader that copied out of it with no lock re-reads gen
 	 * to learn whether the block was freed (and maybe reused) meanwhile.
@@ -67,6 +66,18 @@ struct wc_entry {
 };
 _Static_assert(sizeof(struct wc_entry) == 32, "DRAM entry stays small");
 
+/* Flags and origin change under the shard lock but are read without it as
+ * hints (the lock-free read, write-back's scan): relaxed atomic stores,
+ * plain moves on x86. */
+static inline void wc_entry_set_flags(struct wc_entry *e, unsigned flags)
+{
+	__atomic_store_n(&e->flags, (uint16_t)flags, __ATOMIC_RELAXED);
+}
+static inline void wc_entry_set_origin(struct wc_entry *e, uint64_t origin)
+{
+	__atomic_store_n(&e->origin, origin, __ATOMIC_RELAXED);
+}
+
 /* "Epoch `epoch` was committed at `ms`" (ms since the cache opened): a few
  * hundred marks date every entry by its epoch, so entries carry no time. */
 struct wc_age_mark {
@@ -75,24 +86,29 @@ struct wc_age_mark {
 };
 #define WC_AGE_MARKS 256u
 
-struct wc_list {
-	uint32_t head, tail;   /* head = oldest */
-	uint64_t count;
-};
-
 struct wc_shard_stats {
 	uint64_t reads, read_hits, writes, write_hits_uncommitted, write_hits_committed,
 	         writes_around, writes_allocate, discards;
 };
 
+/* A block published in an epoch, and which life of it (gen). */
+struct wc_logged {
+	uint32_t idx;
+	uint16_t gen;
+};
+
 struct wc_shard {
 	struct wc_spinlock lock;
+	/* The blocks published into the shard per epoch parity, for the
+	 * commit of that epoch: it flushes their entries, adds up its record
+	 * and frees the versions they superseded (commit.c).  In the lock's
+	 * line, which the commit reads anyway (wait_epoch_quiet). */
+	uint32_t log_n[2];
+	uint32_t log_cap[2];
+	struct wc_logged *log[2];
+	bool log_lost[2];          /* a block could not be logged (no memory) */
 	uint32_t *buckets;
 	uint32_t bucket_mask;
-	struct wc_list lru;        /* current, dirty, not under write-back */
-	/* Older versions waiting for the commit of the epoch that superseded
-	 * them (index: that epoch's parity). */
-	struct wc_list superseded[2];
 	uint64_t current;          /* current entries (dirty blocks) */
 	struct wc_shard_stats st;
 	/* Hits served with no lock (io.c read_block), counted apart. */
@@ -101,12 +117,6 @@ struct wc_shard {
 
 /* A stack of free block indices: a batch pops with one lock round and no
  * pointer chasing through the entries. */
-/* A block published in an epoch, and which life of it (gen). */
-struct wc_logged {
-	uint32_t idx;
-	uint16_t gen;
-};
-
 struct wc_freelist {
 	struct wc_spinlock lock;
 	uint32_t *stack;           /* room for every block whose index selects it */
@@ -153,14 +163,11 @@ struct wc_cache {
 	pthread_mutex_t commit_lock;
 	atomic_uint_fast64_t epoch;          /* seq given to new writes */
 	atomic_uint_fast64_t committed_seq;  /* the commit point (record or floor) */
-	atomic_uint_fast64_t uncommitted[2]; /* blocks allocated per epoch parity */
-	/* Entries published in an epoch, flushed by its commit: a CLFLUSHOPT
-	 * on the write path makes the writer's next locked instruction wait
-	 * for the write-back (measured: ~90 ns per write on this EPYC). */
-	struct wc_logged *entry_log[2];
-	uint64_t entry_log_cap;
+	/* Blocks published since the last commit, as the writers report them
+	 * in batches (io.c): only what triggers autocommit_blocks reads it. */
+	atomic_uint_fast64_t published;
 	uint64_t durable_floor;              /* sb->seq_count as last drained (commit_lock) */
-	atomic_uint_fast64_t first_dirty_ms; /* time of the oldest uncommitted write; 0 none */
+	atomic_uint_fast32_t last_commit_ms; /* when the last commit ended (autocommit_ms) */
 	struct wc_age_mark age_marks[WC_AGE_MARKS]; /* a ring, under commit_lock */
 	uint64_t age_marks_n;                /* marks ever made */
 	uint32_t age_mark_every_ms;          /* at most one mark per this */
@@ -170,10 +177,10 @@ struct wc_cache {
 	uint32_t *pending;
 	size_t pending_n, pending_cap;
 	atomic_uint_fast64_t pending_count;
-	/* Superseded versions that no entry of their epoch's log points to
-	 * (write-back's failed runs, an allocation failure): the next commit of
-	 * that parity looks at every shard. */
-	atomic_bool superseded_elsewhere[2];
+	/* Superseded versions that no logged block leads to (a failed
+	 * write-back, no memory for a log): the next commit looks at every
+	 * chain of every shard. */
+	atomic_bool superseded_elsewhere;
 
 	/* write-back (writeback.c) */
 	pthread_mutex_t wb_lock;             /* one round at a time */
@@ -245,9 +252,6 @@ void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t orig
                            void (*fn)(struct wc_cache *, struct wc_shard *, uint32_t, void *),
                            void *arg);
 
-void wc_list_push_tail(struct wc_cache *c, struct wc_list *l, uint32_t idx);
-void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx);
-
 /* Take commit_lock and the shard lock to drop versions of `origin` outside a
  * commit, with the pending invalidations durable (invariant (8) of
  * commit.c).  Release with wc_unlock_for_drop. */
@@ -283,6 +287,13 @@ void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
 unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint64_t seq_limit,
                           void (*emit)(struct wc_cache *, uint32_t, void *), void *emit_arg);
 bool wc_autocommit_due(struct wc_cache *c);
+/* Blocks published into epochs not yet committed (a racy sum of the shard
+ * logs, exact for writes that completed before the call). */
+uint64_t wc_uncommitted(struct wc_cache *c);
+int wc_shard_logs_init(struct wc_cache *c);
+/* Shard lock held: make room for n more blocks in s's log of parity par;
+ * returns how many fit (fewer only when out of memory). */
+unsigned wc_shard_log_room(struct wc_cache *c, struct wc_shard *s, unsigned par, unsigned n);
 /* Start dating epochs: those below `epoch` count as committed now. */
 void wc_age_init(struct wc_cache *c, uint64_t epoch);
 /* Every entry with seq below the result was committed at least age_ms ago

@@ -21,7 +21,8 @@
  *       into a block nobody else can see, then its next locked instruction
  *       (the shard lock's exchange, after wc_flush_order_before_lock) orders
  *       the copy before the entry store.  It reads the epoch, stores the
- *       entries and counts them (uncommitted, entry_log) under that lock.
+ *       entries and logs them in the shard's log of
+ *       the epoch (wc_shard.log) under that lock.
  *   (2) The commit of E first moves new writers to E+1, then waits until
  *       every shard lock was seen free (wait_epoch_quiet): every entry of E
  *       is stored and logged, and by (1) its data is persistent.
@@ -67,10 +68,18 @@
  *       matching and a crash would roll back an acknowledged commit.
  *       Recovery makes its commit point durable (floor up, records above it
  *       erased) before it invalidates anything.
+ *  (11) The commit of e frees, per block its epoch wrote, only the versions
+ *       older than the block's newest version with seq <= e (its chain
+ *       lists versions newest first).  A version that a write of e + 1
+ *       superseded -- another thread's, landing while this commit runs --
+ *       is still what a crash before the next commit must show.  Nothing
+ *       but the chains tracks superseded versions: no list per shard, no
+ *       per-block link to unlink on the write path.
  *
- * The power-failure simulator checks (1), (9) and (10) by mutation: without
- * the ordering of (1), the digest check of (9) or the floor of (10), the
- * sweep finds violations (tests/crash-regressions).
+ * The power-failure simulator checks (1), (9), (10) and (11) by mutation:
+ * without the ordering of (1), the digest check of (9), the floor of (10)
+ * or the committed-only rule of (11), the sweep finds violations
+ * (tests/crash-regressions; (11) by the race workload).
  *
  * Why a writer need not fence (x86).  A locked instruction evicts the CPU's
  * write-combining buffers (non-temporal stores) and waits for its earlier
@@ -100,6 +109,7 @@
 
 #include "cache_impl.h"
 #include "error.h"
+#include "testhooks.h"
 
 void wc_entry_invalidate(struct wc_cache *c, uint32_t idx)
 {
@@ -113,15 +123,11 @@ static void version_unlink(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
 	struct wc_entry *e = &c->e[idx];
 
-	if (e->flags & WC_E_ON_LRU)
-		wc_list_remove(c, &s->lru, idx);
-	if (e->flags & WC_E_ON_SUPERSEDED)
-		wc_list_remove(c, &s->superseded[(e->flags & WC_E_SUP1) ? 1 : 0], idx);
 	if (e->flags & WC_E_CURRENT)
 		s->current--;
 	if (e->flags & WC_E_INDEXED)
 		wc_index_remove(c, s, idx);
-	e->flags &= ~(WC_E_ON_LRU | WC_E_ON_SUPERSEDED | WC_E_SUP1 | WC_E_CURRENT);
+	wc_entry_set_flags(e, e->flags & ~(WC_E_CURRENT | WC_E_SUPERSEDED));
 }
 
 /* Unlink a version (shard lock held) and invalidate it; the
@@ -214,36 +220,95 @@ static void release_pending(struct wc_cache *c)
 	atomic_store_explicit(&c->pending_count, 0, memory_order_relaxed);
 }
 
-/* After the commit of an epoch of parity `par`: the versions its writers
- * superseded are dead.  Unlink them into `pending`; their invalidations go
- * out with the next commit's data and share its first drain (invariant (5)
- * holds: they join the free lists only in release_pending).  Issuing them
- * here would make this commit's last unlock wait for their write-back: a
- * FUA write would pay three memory round trips (data and entry, commit
- * record, invalidations) instead of two.  Until then they stay valid on
- * pmem, older than the committed newer version that recovery prefers. */
-static void free_superseded(struct wc_cache *c, unsigned par, uint64_t shards)
+/* Shard s's chain for origin block `origin`, after the commit of epoch e
+ * (shard lock held): the versions older than the newest committed one are
+ * dead.  The chain lists versions newest first (index.c), so every
+ * superseded version after the first with seq <= e goes -- except one being
+ * written back, which write-back's completion drops.  Returns false if out
+ * of memory (the rest waits for a later commit). */
+static bool free_dead_versions(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint64_t e)
 {
-	if (atomic_exchange(&c->superseded_elsewhere[par], false))
-		shards = ~0ull;
-	for (unsigned i = 0; i < WC_SHARDS; i++) {
-		struct wc_shard *s = &c->shards[i];
-		uint32_t idx, next;
+	bool newest_seen = false;
+	uint32_t i = *wc_bucket(s, origin), next;
 
-		if (!(shards >> i & 1) || !__atomic_load_n(&s->superseded[par].count, __ATOMIC_RELAXED))
+	for (; i != WC_NIL; i = next) {
+		struct wc_entry *v = &c->e[i];
+
+		next = v->hash_next; /* version_unlink takes i off the chain */
+		if (v->origin != origin || v->seq > e)
+			continue;
+		if (!newest_seen) {
+			newest_seen = true;
+			continue;
+		}
+		if (!(v->flags & WC_E_SUPERSEDED) || (v->flags & WC_E_WB))
+			continue;
+		if (pending_push(c, i))
+			return false;
+		version_unlink(c, s, i);
+	}
+	return true;
+}
+
+/* Every chain of shard s (shard lock held): the slow way, for versions that
+ * no logged block leads to. */
+static bool free_dead_everywhere(struct wc_cache *c, struct wc_shard *s, uint64_t e)
+{
+	for (uint32_t b = 0; b <= s->bucket_mask; b++) {
+	again:
+		for (uint32_t i = s->buckets[b]; i != WC_NIL; i = c->e[i].hash_next) {
+			size_t before = c->pending_n;
+
+			if (!(c->e[i].flags & WC_E_SUPERSEDED) || (c->e[i].flags & WC_E_WB))
+				continue;
+			if (!free_dead_versions(c, s, c->e[i].origin, e))
+				return false;
+			if (c->pending_n != before)
+				goto again; /* the chain changed under i */
+		}
+	}
+	return true;
+}
+
+/* After the commit of epoch e: the versions its writers superseded are
+ * dead.  Unlink them into `pending`; their invalidations go out with the
+ * next commit's data and share its first drain (invariant (5) holds: they
+ * join the free lists only in release_pending).  Issuing them here would
+ * make this commit's last unlock wait for their write-back: a FUA write
+ * would pay three memory round trips (data and entry, commit record,
+ * invalidations) instead of two.  Until then they stay valid on pmem, older
+ * than the committed newer version that recovery prefers.  Empties the
+ * shards' logs of e. */
+static void free_superseded(struct wc_cache *c, uint64_t e)
+{
+	unsigned par = e & 1;
+	bool everywhere = atomic_exchange(&c->superseded_elsewhere, false), ok = true;
+
+	for (unsigned k = 0; k < WC_SHARDS; k++) {
+		struct wc_shard *s = &c->shards[k];
+		uint32_t n = __atomic_load_n(&s->log_n[par], __ATOMIC_RELAXED);
+
+		if (!n && !__atomic_load_n(&s->log_lost[par], __ATOMIC_RELAXED) && !everywhere)
 			continue;
 		wc_spin_lock(&s->lock);
-		for (idx = s->superseded[par].head; idx != WC_NIL; idx = next) {
-			next = c->e[idx].next;
-			if (pending_push(c, idx)) {
-				/* Out of memory: the rest waits for a later commit. */
-				atomic_store(&c->superseded_elsewhere[par], true);
-				break;
-			}
-			version_unlink(c, s, idx);
+		for (uint32_t i = 0; i < n && ok; i++) {
+			const struct wc_logged *l = &s->log[par][i];
+			const struct wc_entry *v = &c->e[l->idx];
+
+			/* Still that life of the block, still indexed. */
+			if (__atomic_load_n(&v->gen, __ATOMIC_RELAXED) == l->gen && (v->flags & WC_E_INDEXED))
+				ok = free_dead_versions(c, s, v->origin, e);
 		}
+		if (ok && (s->log_lost[par] || everywhere)) /* under the lock */
+			ok = free_dead_everywhere(c, s, e);
+		/* The epoch of this parity is the next writers' but one: the
+		 * commit of e + 1 must end before anyone logs here again. */
+		__atomic_store_n(&s->log_n[par], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->log_lost[par], false, __ATOMIC_RELAXED);
 		wc_spin_unlock(&s->lock);
 	}
+	if (!ok)
+		atomic_store(&c->superseded_elsewhere, true); /* out of memory: later */
 	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
 }
 
@@ -289,47 +354,113 @@ void wc_release_freed(struct wc_cache *c)
 
 /* Start write-back of the entries epoch e published and add up its record:
  * the entries that still hold seq == e (one superseded within its own epoch
- * was invalidated at once).  False if the log overflowed: then not every
- * entry is known, and the commit falls back to the two-drain protocol. */
-static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_record *rec,
-                            uint64_t *shards)
+ * was invalidated at once).  False if a block could not be logged: then not
+ * every entry is known, and the commit falls back to the two-drain
+ * protocol. */
+static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_record *rec)
 {
-	uint64_t n = atomic_load(&c->uncommitted[e & 1]);
-	bool complete = n <= c->entry_log_cap;
-	const void *flushed = NULL;
+	unsigned par = e & 1;
+	bool complete = true;
+	/* The last few lines flushed: blocks of one sweep line are published
+	 * into different shards, so neighbours in a pmem line come from
+	 * different logs. */
+	const void *flushed[8] = {0};
+	unsigned next = 0;
 
-	if (!complete)
-		n = c->entry_log_cap;
 	rec->seq = e + 1;
 	rec->count = rec->digest = 0;
-	*shards = complete ? 0 : ~0ull;
-	for (uint64_t i = 0; i < n; i++) {
-		uint32_t idx = c->entry_log[e & 1][i].idx;
-		const struct wc_pmem_entry *pe = wc_pmem_entry(c->base, &c->layout, idx);
+	for (unsigned k = 0; k < WC_SHARDS; k++) {
+		const struct wc_shard *s = &c->shards[k];
+		uint32_t n = __atomic_load_n(&s->log_n[par], __ATOMIC_RELAXED);
 
-		/* A block a discard dropped (and freed) within its epoch may
-		 * be logged twice; only its current life counts. */
-		if (__atomic_load_n(&c->e[idx].gen, __ATOMIC_RELAXED) != c->entry_log[e & 1][i].gen)
-			continue;
-		if (pe->seq == e) {
-			rec->count++;
-			rec->digest += wc_entry_digest(idx, pe->origin_block, e);
+		complete &= !__atomic_load_n(&s->log_lost[par], __ATOMIC_RELAXED);
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t idx = s->log[par][i].idx;
+			const struct wc_pmem_entry *pe = wc_pmem_entry(c->base, &c->layout, idx);
+
+			/* A block a discard dropped (and freed) within its
+			 * epoch may be logged twice; only its current life
+			 * counts. */
+			if (__atomic_load_n(&c->e[idx].gen, __ATOMIC_RELAXED) != s->log[par][i].gen)
+				continue;
+			if (pe->seq == e) {
+				rec->count++;
+				rec->digest += wc_entry_digest(idx, pe->origin_block, e);
+			}
 		}
-		/* The versions epoch e superseded sit in the shards of its
-		 * own entries (same origin block). */
-		*shards |= 1ull << wc_shard_index(pe->origin_block);
 	}
 	/* Flushes after every read: a flush may evict the line (CLFLUSHOPT;
-	 * CLWB on some CPUs), and a group's entries share lines. */
-	for (uint64_t i = 0; i < n; i++) {
-		const void *line = wc_line_of(wc_pmem_entry(c->base, &c->layout, c->entry_log[e & 1][i].idx));
+	 * CLWB on some CPUs), and neighbouring entries share lines. */
+	for (unsigned k = 0; k < WC_SHARDS; k++) {
+		const struct wc_shard *s = &c->shards[k];
+		uint32_t n = __atomic_load_n(&s->log_n[par], __ATOMIC_RELAXED);
 
-		if (line != flushed)
+		for (uint32_t i = 0; i < n; i++) {
+			const void *line = wc_line_of(wc_pmem_entry(c->base, &c->layout, s->log[par][i].idx));
+			bool seen = false;
+
+			for (unsigned j = 0; j < 8; j++)
+				seen |= flushed[j] == line;
+			if (seen)
+				continue;
 			wc_flush_range(&c->fp, line, 64);
-		flushed = line;
+			flushed[next++ % 8] = line;
+		}
 	}
 	rec->crc = wc_record_crc(rec);
 	return complete;
+}
+
+uint64_t wc_uncommitted(struct wc_cache *c)
+{
+	uint64_t n = 0;
+
+	for (unsigned k = 0; k < WC_SHARDS; k++) {
+		const struct wc_shard *s = &c->shards[k];
+
+		n += __atomic_load_n(&s->log_n[0], __ATOMIC_RELAXED) +
+		     __atomic_load_n(&s->log_n[1], __ATOMIC_RELAXED);
+		n += __atomic_load_n(&s->log_lost[0], __ATOMIC_RELAXED) ||
+		     __atomic_load_n(&s->log_lost[1], __ATOMIC_RELAXED);
+	}
+	return n;
+}
+
+int wc_shard_logs_init(struct wc_cache *c)
+{
+	/* Room for four autocommit batches spread over the shards; a shard
+	 * that needs more grows its log (wc_shard_log_room). */
+	uint64_t cap = (uint64_t)c->cfg.autocommit_blocks * 4 / WC_SHARDS + WC_GROUP;
+
+	for (unsigned k = 0; k < WC_SHARDS; k++)
+		for (unsigned par = 0; par < 2; par++) {
+			struct wc_shard *s = &c->shards[k];
+
+			s->log[par] = malloc(cap * sizeof(struct wc_logged));
+			if (!s->log[par])
+				return wc_err(-ENOMEM, "%s: commit logs", c->cache_path);
+			s->log_cap[par] = (uint32_t)cap;
+		}
+	c->dram_bytes += WC_SHARDS * 2 * cap * sizeof(struct wc_logged);
+	return 0;
+}
+
+unsigned wc_shard_log_room(struct wc_cache *c, struct wc_shard *s, unsigned par, unsigned n)
+{
+	uint32_t need = s->log_n[par] + n;
+
+	(void)c;
+	if (need > s->log_cap[par]) {
+		/* Rare: once a shard's log fits its busiest epoch it stays. */
+		uint32_t cap = s->log_cap[par] * 2 > need ? s->log_cap[par] * 2 : need;
+		struct wc_logged *nl = realloc(s->log[par], cap * sizeof(*nl));
+
+		if (!nl)
+			return s->log_cap[par] - s->log_n[par];
+		s->log[par] = nl;
+		s->log_cap[par] = cap;
+	}
+	return n;
 }
 
 /*
@@ -420,11 +551,25 @@ uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms)
 	return horizon;
 }
 
+/* Did any writer publish into epoch e?  Read before the epoch moves: a
+ * write that completed before the commit was asked for is seen (its unlock
+ * happened before); one still publishing belongs to no caller yet. */
+static bool epoch_has_blocks(struct wc_cache *c, uint64_t e)
+{
+	for (unsigned k = 0; k < WC_SHARDS; k++) {
+		const struct wc_shard *s = &c->shards[k];
+
+		if (__atomic_load_n(&s->log_n[e & 1], __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&s->log_lost[e & 1], __ATOMIC_RELAXED))
+			return true;
+	}
+	return false;
+}
+
 int wc_commit(struct wc_cache *c, bool count_flush)
 {
 	uint64_t target = atomic_load(&c->epoch), e;
 	struct wc_pmem_record rec;
-	uint64_t shards;
 	int err, ret = 0;
 
 	pthread_mutex_lock(&c->commit_lock);
@@ -440,7 +585,7 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	if (atomic_load(&c->committed_seq) > target)
 		goto out;
 	e = atomic_load(&c->epoch);
-	if (atomic_load(&c->uncommitted[e & 1]) == 0)
+	if (!epoch_has_blocks(c, e))
 		goto out; /* invariant (6): nothing new, no fence */
 
 	if (e + 1 >= WC_SEQ_MAX) {
@@ -451,8 +596,10 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	}
 	atomic_store_explicit(&c->epoch, e + 1, memory_order_seq_cst);
 	wait_epoch_quiet(c);
+	if (c->hooks && c->hooks->commit_quiet)
+		c->hooks->commit_quiet(c->hooks->commit_quiet_arg);
 	invalidate_pending(c);                       /* the last commit's frees */
-	if (flush_entry_log(c, e, &rec, &shards)) {
+	if (flush_entry_log(c, e, &rec)) {
 		/* Invariant (9): the record proves itself; one drain makes
 		 * entries, record and invalidations durable together. */
 		struct wc_pmem_record *slot = wc_pmem_record(c->base, (unsigned)(e & 1));
@@ -472,19 +619,21 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	}
 	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);
 	age_mark(c, e, wc_now_ms(c));
-	atomic_store_explicit(&c->uncommitted[e & 1], 0, memory_order_relaxed);
-	if (atomic_load(&c->uncommitted[(e + 1) & 1]) == 0)
-		atomic_store_explicit(&c->first_dirty_ms, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->published, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->last_commit_ms, wc_now_ms(c), memory_order_relaxed);
 	c->commits++;
-	free_superseded(c, e & 1, shards);
+	free_superseded(c, e);
 out:
 	pthread_mutex_unlock(&c->commit_lock);
 	return ret;
 }
 
+/* Every uncommitted write came after the last commit: if that was
+ * autocommit_ms ago, the oldest of them is at most that old. */
 bool wc_autocommit_due(struct wc_cache *c)
 {
-	uint64_t first = atomic_load(&c->first_dirty_ms);
+	uint32_t last = atomic_load_explicit(&c->last_commit_ms, memory_order_relaxed);
 
-	return first && wc_now_ms(c) + 1 - first >= c->cfg.autocommit_ms;
+	return c->cfg.autocommit_ms && wc_now_ms(c) - last >= c->cfg.autocommit_ms &&
+	       wc_uncommitted(c);
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * index.c -- the sharded map origin block -> cache block, and the per-shard
- * lists.
+ * index.c -- the sharded map origin block -> cache block.
  *
  * Each shard is a chained hash table of 32-bit entry indices.  Older versions
  * of a block stay on the chain (flagged SUPERSEDED) until a commit frees them,
  * as dm-writecache keeps duplicates in its tree: write-back uses them to keep
- * two versions of one block in order, discard to drop them all.
+ * two versions of one block in order, discard to drop them all, and the
+ * commit to find what its epoch superseded.  A version is inserted at the
+ * head of its chain, so a chain lists a block's versions newest first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +34,6 @@ int wc_index_init(struct wc_cache *c)
 		atomic_init(&s->lock.held, 0);
 		s->buckets = c->bucket_table + i * nb;
 		s->bucket_mask = (uint32_t)(nb - 1);
-		s->lru.head = s->lru.tail = WC_NIL;
-		s->superseded[0].head = s->superseded[0].tail = WC_NIL;
-		s->superseded[1].head = s->superseded[1].tail = WC_NIL;
 	}
 	c->dram_bytes += WC_SHARDS * (nb * sizeof(uint32_t) + sizeof(struct wc_shard));
 	return 0;
@@ -64,7 +62,7 @@ void wc_index_insert(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 
 	c->e[idx].hash_next = *head;
 	*head = idx;
-	c->e[idx].flags |= WC_E_INDEXED;
+	wc_entry_set_flags(&c->e[idx], c->e[idx].flags | WC_E_INDEXED);
 }
 
 void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
@@ -76,7 +74,7 @@ void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 	if (*p == idx)
 		*p = c->e[idx].hash_next;
 	c->e[idx].hash_next = WC_NIL;
-	c->e[idx].flags &= ~WC_E_INDEXED;
+	wc_entry_set_flags(&c->e[idx], c->e[idx].flags & ~WC_E_INDEXED);
 }
 
 bool wc_index_wb_busy(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint32_t skip)
@@ -100,35 +98,6 @@ void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t orig
 			fn(c, s, i, arg);
 		i = next;
 	}
-}
-
-void wc_list_push_tail(struct wc_cache *c, struct wc_list *l, uint32_t idx)
-{
-	c->e[idx].next = WC_NIL;
-	c->e[idx].prev = l->tail;
-	if (l->tail != WC_NIL)
-		c->e[l->tail].next = idx;
-	else
-		l->head = idx;
-	l->tail = idx;
-	/* Written under the shard lock; read lock-free as a hint. */
-	__atomic_store_n(&l->count, l->count + 1, __ATOMIC_RELAXED);
-}
-
-void wc_list_remove(struct wc_cache *c, struct wc_list *l, uint32_t idx)
-{
-	struct wc_entry *e = &c->e[idx];
-
-	if (e->prev != WC_NIL)
-		c->e[e->prev].next = e->next;
-	else
-		l->head = e->next;
-	if (e->next != WC_NIL)
-		c->e[e->next].prev = e->prev;
-	else
-		l->tail = e->prev;
-	e->prev = e->next = WC_NIL;
-	__atomic_store_n(&l->count, l->count - 1, __ATOMIC_RELAXED);
 }
 
 void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)

@@ -10,7 +10,8 @@
  *              overlap the copy instead of following it;
  *   copy       with the flush engine, no lock held, no fence;
  *   publish    in one shard lock round: look each block up once, supersede
- *              the older version, index the new one, store its pmem entry.
+ *              the older version (a flag: the commit frees it), index the
+ *              new one, store its pmem entry, log it for the commit.
  * Cleaner mode writes a block the cache does not hold around it, to the
  * origin.  The commit (commit.c) drains once for the whole epoch.
  *
@@ -53,8 +54,9 @@ static void *block_data(struct wc_cache *c, uint32_t idx)
 
 /* Store the entry with cached stores (its neighbours in the line are stored
  * the same way, so a line never mixes non-temporal and cached stores).  Its
- * write-back is started by the commit of `seq` (entry_log), or here when the
- * log is full; until that commit the entry is uncommitted anyway. */
+ * write-back is started by the commit of `seq` (the shard's log), or here
+ * when it could not be logged; until that commit the entry is uncommitted
+ * anyway. */
 static void store_entry(struct wc_cache *c, uint32_t idx, uint64_t origin, uint64_t seq)
 {
 	struct wc_pmem_entry *pe = wc_pmem_entry(c->base, &c->layout, idx);
@@ -66,32 +68,27 @@ static void store_entry(struct wc_cache *c, uint32_t idx, uint64_t origin, uint6
 /* Supersede the current version `old` by a write of epoch `epoch` (shard
  * lock held).  A version of our own epoch can be invalidated at once (it was
  * never committed); an older one stays valid until our epoch commits, since
- * it is what a crash before that commit must show. */
+ * it is what a crash before that commit must show.  Either way it stays on
+ * its chain, behind ours: the commit of our epoch finds it there and frees
+ * it (commit.c, free_superseded), or write-back's completion does if it is
+ * being written back. */
 static void supersede(struct wc_cache *c, struct wc_shard *s, uint32_t old, uint64_t epoch)
 {
 	struct wc_entry *e = &c->e[old];
-	unsigned par = epoch & 1;
 
-	if (e->flags & WC_E_ON_LRU) {
-		wc_list_remove(c, &s->lru, old);
-		e->flags &= ~WC_E_ON_LRU;
-	}
-	e->flags &= ~WC_E_CURRENT;
-	e->flags |= WC_E_SUPERSEDED;
+	wc_entry_set_flags(e, (e->flags & ~WC_E_CURRENT) | WC_E_SUPERSEDED);
 	s->current--;
 	if (e->seq == epoch) {
 		wc_entry_invalidate(c, old);
 		s->st.write_hits_uncommitted++;
 	} else {
 		s->st.write_hits_committed++;
+		/* The commit after next stores its invalidation: fetch the
+		 * line now, so that commit does not wait for a
+		 * read-for-ownership per block. */
+		if (!(e->flags & WC_E_WB))
+			__builtin_prefetch(wc_pmem_entry(c->base, &c->layout, old), 1);
 	}
-	if (e->flags & WC_E_WB)
-		return; /* write-back completion frees it */
-	/* The commit after next stores its invalidation: fetch the line now,
-	 * so that commit does not wait for a read-for-ownership per block. */
-	__builtin_prefetch(wc_pmem_entry(c->base, &c->layout, old), 1);
-	e->flags |= WC_E_ON_SUPERSEDED | (par ? WC_E_SUP1 : 0);
-	wc_list_push_tail(c, &s->superseded[par], old);
 }
 
 /* Cleaner mode: a block the cache does not hold goes straight to the origin,
@@ -107,7 +104,7 @@ static int write_around(struct wc_cache *c, const void *src, uint64_t block)
 	void *bounce = NULL;
 	int ret;
 
-	if (atomic_load(&c->uncommitted[0]) || atomic_load(&c->uncommitted[1])) {
+	if (wc_uncommitted(c)) {
 		ret = wc_commit(c, false);
 		if (ret)
 			return ret;
@@ -163,36 +160,51 @@ static void prefetch_publish(struct wc_cache *c, struct wc_shard *s, uint64_t bl
 	}
 }
 
-/* After the copy, before the shard lock: the version the first block
- * supersedes and its age-list neighbours (the unlink writes them), found
- * with no lock -- a hint, never trusted, every index checked before use.
- * The loads run while the copy's non-temporal stores drain (loads pass older
- * stores), which the lock's exchange waits for anyway.  A group's versions
- * were mostly written together, so the first one's neighbours are the
- * others'. */
-static void prefetch_superseded(struct wc_cache *c, struct wc_shard *s, uint64_t block)
+/* After the copy, before the shard lock: the first entry of the first
+ * block's chain, which the lookup under the lock reads (most often the
+ * version it supersedes) -- read with no lock as a hint, checked before use.
+ * The load runs while the copy's non-temporal stores drain (loads pass older
+ * stores), which the lock's exchange waits for anyway. */
+static void prefetch_chain(struct wc_cache *c, struct wc_shard *s, uint64_t block)
 {
 #ifndef WC_TSAN
-	{
-		uint32_t i = __atomic_load_n(wc_bucket(s, block), __ATOMIC_RELAXED);
+	uint32_t i = __atomic_load_n(wc_bucket(s, block), __ATOMIC_RELAXED);
 
-		for (unsigned hops = 0; i < c->layout.n_blocks && hops < 4; hops++) {
-			const struct wc_entry *e = &c->e[i];
-
-			if (__atomic_load_n(&e->origin, __ATOMIC_RELAXED) == block) {
-				uint32_t prev = __atomic_load_n(&e->prev, __ATOMIC_RELAXED);
-				uint32_t next = __atomic_load_n(&e->next, __ATOMIC_RELAXED);
-
-				if (prev < c->layout.n_blocks)
-					__builtin_prefetch(&c->e[prev], 1);
-				if (next < c->layout.n_blocks)
-					__builtin_prefetch(&c->e[next], 1);
-				break;
-			}
-			i = __atomic_load_n(&e->hash_next, __ATOMIC_RELAXED);
-		}
-	}
+	if (i < c->layout.n_blocks)
+		__builtin_prefetch(&c->e[i], 1);
 #endif
+}
+
+/* Autocommit by count: each thread reports its publications to the shared
+ * counter in batches, so writers do not share that line per write.  A batch
+ * is 1/16 of autocommit_blocks: a commit comes at most 15 blocks per thread
+ * late, and the count never decides whether a commit is needed (the shard
+ * logs do, wc_uncommitted). */
+static __thread struct {
+	const struct wc_cache *cache;
+	uint64_t epoch;
+	uint32_t n;
+} unreported;
+
+static int count_published(struct wc_cache *c, uint64_t epoch, unsigned n)
+{
+	uint32_t batch = c->cfg.autocommit_blocks / 16 ? c->cfg.autocommit_blocks / 16 : 1;
+	uint64_t before;
+
+	if (unreported.cache != c || unreported.epoch != epoch) {
+		unreported.cache = c;
+		unreported.epoch = epoch;
+		unreported.n = 0;
+	}
+	unreported.n += n;
+	if (unreported.n < batch)
+		return 0;
+	before = atomic_fetch_add_explicit(&c->published, unreported.n, memory_order_relaxed);
+	n = unreported.n;
+	unreported.n = 0;
+	if (before < c->cfg.autocommit_blocks && before + n >= c->cfg.autocommit_blocks)
+		return wc_commit(c, false);
+	return 0;
 }
 
 /* Publish n freshly copied blocks for origin blocks block..block+n-1 (one
@@ -200,57 +212,55 @@ static void prefetch_superseded(struct wc_cache *c, struct wc_shard *s, uint64_t
 static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const uint32_t *idx,
                    unsigned n)
 {
-	uint64_t epoch, k;
-	unsigned allocated = 0;
+	uint64_t epoch;
+	unsigned allocated = 0, par, logged;
+	bool unlogged = false;
 
 	/* The data is persistent before its entry can be (invariant (1) of
 	 * commit.c): the shard lock's exchange is the fence on x86. */
 	wc_flush_order_before_lock(&c->fp);
 	wc_spin_lock(&s->lock);
 	epoch = wc_epoch_current(c);
+	par = epoch & 1;
+	logged = wc_shard_log_room(c, s, par, n);
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t old = wc_index_find(c, s, block + i);
 		struct wc_entry *e = &c->e[idx[i]];
+		uint16_t gen = (uint16_t)(__atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1);
 
 		if (old != WC_NIL)
 			supersede(c, s, old, epoch);
 		else
 			allocated++;
-		e->origin = block + i;
+		wc_entry_set_origin(e, block + i);
 		e->seq = epoch;
-		e->flags = WC_E_CURRENT | WC_E_ON_LRU;
+		wc_entry_set_flags(e, WC_E_CURRENT);
 		/* Even: published (read_block); before it is indexed. */
-		__atomic_store_n(&e->gen, (uint16_t)(__atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1),
-		                 __ATOMIC_RELEASE);
+		__atomic_store_n(&e->gen, gen, __ATOMIC_RELEASE);
 		store_entry(c, idx[i], block + i, epoch);
 		wc_index_insert(c, s, idx[i]);
-		wc_list_push_tail(c, &s->lru, idx[i]);
+		if (i < logged) {
+			s->log[par][s->log_n[par] + i] = (struct wc_logged){ idx[i], gen };
+			continue;
+		}
+		/* No memory to log it: this commit falls back to two drains,
+		 * and the entry must be persistent before our unlock, a plain
+		 * store. */
+		wc_flush_range(&c->fp, wc_pmem_entry(c->base, &c->layout, idx[i]),
+		               sizeof(struct wc_pmem_entry));
+		unlogged = true;
 	}
+	if (unlogged) {
+		wc_flush_drain(&c->fp);
+		__atomic_store_n(&s->log_lost[par], true, __ATOMIC_RELAXED);
+	}
+	/* Counted before the unlock, which the commit waits for. */
+	__atomic_store_n(&s->log_n[par], s->log_n[par] + logged, __ATOMIC_RELAXED);
 	s->current += n;
 	s->st.writes += n;
 	s->st.writes_allocate += allocated;
-	/* Counted and logged before the unlock, which the commit waits for. */
-	k = atomic_fetch_add(&c->uncommitted[epoch & 1], n);
-	for (unsigned i = 0; i < n; i++) {
-		if (k + i < c->entry_log_cap) {
-			c->entry_log[epoch & 1][k + i] = (struct wc_logged){
-				idx[i], __atomic_load_n(&c->e[idx[i]].gen, __ATOMIC_RELAXED) };
-			continue;
-		}
-		/* The log is full (writers ran ahead of a commit): this
-		 * commit falls back to two drains, and the entry must be
-		 * persistent before our unlock, a plain store. */
-		wc_flush_range(&c->fp, wc_pmem_entry(c->base, &c->layout, idx[i]),
-		               sizeof(struct wc_pmem_entry));
-		if (i + 1 == n)
-			wc_flush_drain(&c->fp);
-	}
 	wc_spin_unlock(&s->lock);
-	if (k == 0)
-		atomic_store(&c->first_dirty_ms, (uint64_t)wc_now_ms(c) + 1);
-	if (k < c->cfg.autocommit_blocks && k + n >= c->cfg.autocommit_blocks)
-		return wc_commit(c, false);
-	return 0;
+	return count_published(c, epoch, n);
 }
 
 /* Cleaner mode: is `block` in the cache? */
@@ -297,7 +307,7 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 				wc_flush_copy(&c->fp, block_data(c, idx[i]), src + (size_t)i * bs,
 				              (size_t)(j - i) * bs);
 			}
-			prefetch_superseded(c, s, block);
+			prefetch_chain(c, s, block);
 			ret = publish(c, s, block, idx, (unsigned)got);
 		}
 		if (ret)

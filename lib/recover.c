@@ -87,20 +87,6 @@ int wc_format(struct wc_cache *c, uint64_t origin_size)
 	return 0;
 }
 
-struct age_key {
-	uint64_t seq;
-	uint32_t idx;
-};
-
-static int by_seq(const void *a, const void *b)
-{
-	const struct age_key *x = a, *y = b;
-
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
 /* Pass 1.  Builds the index; returns 0 or a refusal (nothing written). */
 static int classify(struct wc_cache *c, uint64_t seq_count, uint64_t *n_drop)
 {
@@ -116,7 +102,7 @@ static int classify(struct wc_cache *c, uint64_t seq_count, uint64_t *n_drop)
 		e->origin = origin;
 		e->seq = seq;
 		e->flags = 0;
-		e->hash_next = e->prev = e->next = WC_NIL;
+		e->hash_next = WC_NIL;
 		if (seq == WC_NONE)
 			continue;
 		if (seq >= seq_count) {
@@ -187,7 +173,6 @@ int wc_recover(struct wc_cache *c)
 	const struct wc_layout *l = &c->layout;
 	uint64_t seq_count, n_drop = 0, n_cur = 0;
 	struct wc_commit_point cp;
-	struct age_key *ages;
 	uint32_t *fre;
 	size_t n_free = 0;
 	int ret;
@@ -212,33 +197,14 @@ int wc_recover(struct wc_cache *c)
 
 	for (uint64_t i = 0; i < l->n_blocks; i++)
 		n_cur += (c->e[i].flags & WC_E_CURRENT) != 0;
-	ages = malloc(sizeof(*ages) * (n_cur ? n_cur : 1));
 	fre = malloc(sizeof(*fre) * (l->n_blocks - n_cur ? l->n_blocks - n_cur : 1));
-	if (!ages || !fre) {
-		free(ages);
-		free(fre);
+	if (!fre)
 		return wc_err(-ENOMEM, "%s: recovery of %llu blocks", c->cache_path,
 		              (unsigned long long)l->n_blocks);
-	}
-	n_cur = 0;
-	for (uint64_t i = 0; i < l->n_blocks; i++) {
-		if (c->e[i].flags & WC_E_CURRENT)
-			ages[n_cur++] = (struct age_key){ c->e[i].seq, (uint32_t)i };
-		else
+	for (uint64_t i = 0; i < l->n_blocks; i++)
+		if (!(c->e[i].flags & WC_E_CURRENT))
 			fre[n_free++] = (uint32_t)i;
-	}
-	/* Ages are not persistent: the commit order stands in for them, so
-	 * write-back still starts with the oldest data. */
-	qsort(ages, n_cur, sizeof(*ages), by_seq);
-	for (uint64_t k = 0; k < n_cur; k++) {
-		uint32_t idx = ages[k].idx;
-		struct wc_shard *s = wc_shard_of(c, c->e[idx].origin);
-
-		c->e[idx].flags |= WC_E_ON_LRU;
-		wc_list_push_tail(c, &s->lru, idx);
-	}
 	wc_free_batch(c, fre, n_free);
-	free(ages);
 	free(fre);
 	atomic_store(&c->epoch, seq_count);
 	atomic_store(&c->committed_seq, seq_count);

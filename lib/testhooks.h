@@ -17,6 +17,11 @@ struct wc_test_hooks {
 	void (*mapped)(void *ctx, void *base, size_t len);   /* before format/recovery */
 	void (*unmapped)(void *ctx, void *base, size_t len); /* before munmap */
 	void *ctx;
+	/* Inside a commit, after the epoch moved on and every writer of the
+	 * old one finished, before anything is flushed: where a write of
+	 * another thread can land in the next epoch (commit.c). */
+	void (*commit_quiet)(void *arg);
+	void *commit_quiet_arg;
 };
 
 extern struct wc_test_hooks *wc_test_hooks;

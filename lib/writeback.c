@@ -7,10 +7,14 @@
  * by a writer that finds no free block in no_threads mode.  A round moves up
  * to WB_ROUND_BYTES, streaming: while fewer than writeback_jobs blocks are in
  * flight and the round has room, it
- *   picks    committed blocks, oldest first, shard by shard, each grown into
- *            a run of its dirty origin neighbours; skips a block while an
- *            older version of it is being written back (two versions are
- *            never reordered: the older one keeps WC_E_WB to the round's end);
+ *   picks    committed blocks in the order the cache holds them, from
+ *            where the last pick stopped -- the allocator sweeps the cache
+ *            like a log (alloc.c), so this is roughly the order they were
+ *            written, oldest first, as dm-pcache writes back in log order --
+ *            each grown into a run of its dirty origin neighbours; skips a
+ *            block while an older version of it is being written back (two
+ *            versions are never reordered: the older one keeps WC_E_WB to
+ *            the round's end);
  *   writes   sorted by origin block, neighbours merged into one I/O of up to
  *            writeback_max_io_kib, straight from pmem;
  * and once every write of the round completed:
@@ -30,7 +34,6 @@
 
 #define WB_MAX_FAILURES 6
 #define WC_WRITEBACK_THREAD_NAME "wc-writeback" /* <= 15 characters */
-#define WB_STEP 8 /* seeds taken from one shard before moving on */
 
 /*
  * Bytes one round writes back between two origin flushes (at most).  Each
@@ -68,7 +71,7 @@ struct wb_state {
 	unsigned cap;            /* blocks per round */
 	atomic_uint pending;     /* runs submitted, not completed */
 	bool active;             /* between high and low watermark */
-	unsigned cursor;         /* shard to start picking from */
+	uint64_t scan;           /* the cache block the next pick looks at first */
 };
 
 static uint64_t used_blocks(struct wc_cache *c)
@@ -106,10 +109,9 @@ static unsigned max_run_blocks(struct wc_cache *c)
 }
 
 /* Take idx for write-back (its shard lock held). */
-static void take(struct wc_cache *c, struct wc_shard *s, uint32_t *out, unsigned *n, uint32_t idx)
+static void take(struct wc_cache *c, uint32_t *out, unsigned *n, uint32_t idx)
 {
-	wc_list_remove(c, &s->lru, idx);
-	c->e[idx].flags = (uint16_t)((c->e[idx].flags & ~WC_E_ON_LRU) | WC_E_WB);
+	wc_entry_set_flags(&c->e[idx], c->e[idx].flags | WC_E_WB);
 	out[(*n)++] = idx;
 }
 
@@ -123,20 +125,20 @@ static bool take_neighbour(struct wc_cache *c, uint32_t *out, unsigned *n, uint6
 
 	wc_spin_lock(&s->lock);
 	idx = wc_index_find(c, s, block);
-	ok = idx != WC_NIL && (c->e[idx].flags & WC_E_ON_LRU) && eligible(c, s, idx, PICK_ALL, 0);
+	ok = idx != WC_NIL && !(c->e[idx].flags & WC_E_WB) && eligible(c, s, idx, PICK_ALL, 0);
 	if (ok)
-		take(c, s, out, n, idx);
+		take(c, out, n, idx);
 	wc_spin_unlock(&s->lock);
 	return ok;
 }
 
 /*
  * Grow a run of consecutive origin blocks around a seed, as dm-writecache
- * does from each entry it picks.  Needed because the seeds come from 64
- * shard LRUs and the hash spreads neighbouring blocks over shards: taking
- * the oldest few of each shard picked every other block of a sequential
- * stream, so nothing merged (measured: 4 KiB per I/O for a sequential
- * working set, 0.40 of the raw bandwidth on /dev/shm).
+ * does from each entry it picks.  Needed because the seeds come in cache
+ * order, and concurrent writers interleave their blocks in the cache: taking
+ * seeds alone picked every other block of a sequential stream when the
+ * seeds came per shard, so nothing merged (measured: 4 KiB per I/O for a
+ * sequential working set, 0.40 of the raw bandwidth on /dev/shm).
  */
 static void extend_run(struct wc_cache *c, uint32_t *out, unsigned *n, unsigned want,
                        uint64_t seed)
@@ -151,42 +153,40 @@ static void extend_run(struct wc_cache *c, uint32_t *out, unsigned *n, unsigned 
 			break;
 }
 
-/* Pick up to `want` blocks into out[]. */
+/* Pick up to `want` blocks into out[], looking at each cache block at most
+ * once.  Each is looked at with no lock first (free, not current or already
+ * being written back: skipped without a lock round), then taken under its
+ * shard's lock if it is still what it seemed. */
 static unsigned pick(struct wc_cache *c, struct wb_state *w, enum pick_mode mode, unsigned want,
                      uint32_t *out)
 {
 	uint64_t horizon = mode == PICK_AGE ? wc_age_horizon(c, c->cfg.max_age_ms) : 0;
+	uint64_t n_blocks = c->layout.n_blocks;
 	unsigned n = 0;
-	bool progress = true;
 
-	while (n < want && progress) {
-		progress = false;
-		for (unsigned k = 0; k < WC_SHARDS && n < want; k++) {
-			struct wc_shard *s = &c->shards[(w->cursor + k) % WC_SHARDS];
+	if (mode == PICK_AGE && horizon == 0)
+		return 0; /* nothing is that old yet */
+	for (uint64_t looked = 0; n < want && looked < n_blocks; looked++) {
+		uint32_t idx = (uint32_t)w->scan;
+		struct wc_entry *e = &c->e[idx];
+		unsigned flags = __atomic_load_n(&e->flags, __ATOMIC_RELAXED);
+		uint64_t origin = __atomic_load_n(&e->origin, __ATOMIC_RELAXED);
+		struct wc_shard *s;
+		bool ok;
 
-			/* Publication order per shard is epoch order, so the
-			 * first ineligible head ends this shard's turn. */
-			for (unsigned seeds = 0; seeds < WB_STEP && n < want; seeds++) {
-				uint64_t seed;
-				uint32_t idx;
-
-				if (!__atomic_load_n(&s->lru.count, __ATOMIC_RELAXED))
-					break;
-				wc_spin_lock(&s->lock);
-				idx = s->lru.head;
-				if (idx == WC_NIL || !eligible(c, s, idx, mode, horizon)) {
-					wc_spin_unlock(&s->lock);
-					break;
-				}
-				take(c, s, out, &n, idx);
-				seed = c->e[idx].origin;
-				wc_spin_unlock(&s->lock);
-				extend_run(c, out, &n, want, seed);
-				progress = true;
-			}
-		}
+		w->scan = w->scan + 1 < n_blocks ? w->scan + 1 : 0;
+		if (!(flags & WC_E_CURRENT) || (flags & WC_E_WB) || origin >= c->origin_blocks)
+			continue;
+		s = wc_shard_of(c, origin);
+		wc_spin_lock(&s->lock);
+		ok = (e->flags & WC_E_CURRENT) && !(e->flags & WC_E_WB) && e->origin == origin &&
+		     eligible(c, s, idx, mode, horizon);
+		if (ok)
+			take(c, out, &n, idx);
+		wc_spin_unlock(&s->lock);
+		if (ok)
+			extend_run(c, out, &n, want, origin);
 	}
-	w->cursor = (w->cursor + 1) % WC_SHARDS;
 	return n;
 }
 
@@ -289,18 +289,13 @@ static void requeue_failed(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
 	struct wc_entry *e = &c->e[idx];
 
-	e->flags &= ~WC_E_WB;
-	if (e->flags & WC_E_CURRENT) {
-		e->flags |= WC_E_ON_LRU;
-		wc_list_push_tail(c, &s->lru, idx);
-	} else {
-		/* Superseded while in flight: free it after a later commit. */
-		unsigned par = atomic_load(&c->epoch) & 1;
-
-		e->flags |= WC_E_ON_SUPERSEDED | (par ? WC_E_SUP1 : 0);
-		wc_list_push_tail(c, &s->superseded[par], idx);
-		atomic_store(&c->superseded_elsewhere[par], true);
-	}
+	(void)s;
+	wc_entry_set_flags(e, e->flags & ~WC_E_WB);
+	/* Superseded while in flight: no logged block leads a commit to it
+	 * any more (its successor's commit skipped it), so the next commit
+	 * looks at every chain. */
+	if (!(e->flags & WC_E_CURRENT))
+		atomic_store(&c->superseded_elsewhere, true);
 }
 
 /* Free what reached the origin durably, requeue the rest.  Returns the
@@ -341,7 +336,7 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 				 * crash could resurrect an older version over the
 				 * origin's newer data. */
 				wc_lock_for_drop(c, s);
-				c->e[idx].flags &= ~WC_E_WB;
+				wc_entry_set_flags(&c->e[idx], c->e[idx].flags & ~WC_E_WB);
 				wc_versions_drop(c, s, origin, seq, dead_emit, &d);
 				wc_unlock_for_drop(c, s);
 			} else {
@@ -436,7 +431,7 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 		pthread_mutex_unlock(&c->wb_lock);
 		return 0;
 	}
-	if (mode == PICK_ALL && (atomic_load(&c->uncommitted[0]) || atomic_load(&c->uncommitted[1]))) {
+	if (mode == PICK_ALL && wc_uncommitted(c)) {
 		/* Only committed blocks may be written back: commit first. */
 		ret = wc_commit(c, false);
 		if (ret) {

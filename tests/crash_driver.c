@@ -138,6 +138,46 @@ int drv_flush(struct crash_drv *d)
 	return end(d);
 }
 
+void drv_commit_quiet(void *arg)
+{
+	struct crash_drv *d = arg;
+	uint32_t bs = wc_model_block_size(d->model);
+	uint64_t version, count = d->race_count;
+
+	if (!count || !d->c)
+		return;
+	d->race_count = 0;
+	version = wc_model_write(d->model, d->race_first, count);
+	for (uint64_t i = 0; i < count; i++)
+		wc_pattern_fill(d->race_buf + i * bs, bs, d->race_first + i, version);
+	d->race_ret = wc_write(d->c, d->race_buf, count * bs, d->race_first * bs, 0);
+}
+
+int drv_flush_racing(struct crash_drv *d, uint64_t first, uint64_t count)
+{
+	uint32_t bs = wc_model_block_size(d->model);
+	uint64_t before = wc_model_window(d->model).hi;
+	int ret;
+
+	begin(d, "flush raced by write %" PRIu64 "+%" PRIu64, first, count);
+	d->race_first = first;
+	d->race_count = count;
+	d->race_ret = (long)(count * bs);
+	ret = wc_flush(d->c);
+	if (d->race_count) {
+		/* Nothing to commit, so no commit to race: a workload bug. */
+		crash_say(d->o, "%s: %s: the flush committed nothing\n", d->wl->name, d->op);
+		d->race_count = 0;
+		return call_failed(d, -EINVAL);
+	}
+	if (ret != 0 || d->race_ret != (long)(count * bs)) {
+		crash_verify_captures(d);
+		return call_failed(d, ret ? ret : d->race_ret);
+	}
+	wc_model_ack_upto(d->model, before);
+	return end(d);
+}
+
 int drv_discard(struct crash_drv *d, uint64_t first, uint64_t count)
 {
 	uint32_t bs = wc_model_block_size(d->model);

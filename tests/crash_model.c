@@ -187,12 +187,19 @@ uint64_t wc_model_discard(struct wc_model *m, uint64_t first, uint64_t count)
 	return add_call(m, CALL_DISCARD, first, count);
 }
 
+void wc_model_ack_upto(struct wc_model *m, uint64_t n)
+{
+	if (n > m->ncalls)
+		n = m->ncalls;
+	if (m->acked >= n)
+		return;
+	m->acked = n;
+	log_event(m, EVENT_ACK, n, 0);
+}
+
 void wc_model_ack(struct wc_model *m)
 {
-	if (m->acked == m->ncalls)
-		return;
-	m->acked = m->ncalls;
-	log_event(m, EVENT_ACK, 0, 0);
+	wc_model_ack_upto(m, m->ncalls);
 }
 
 struct wc_window wc_model_window(const struct wc_model *m)
@@ -391,7 +398,7 @@ int wc_model_save(const struct wc_model *m, FILE *f)
 		const struct event *e = &m->log[i];
 
 		if (e->kind == EVENT_ACK)
-			fprintf(f, "a\n");
+			fprintf(f, "a %" PRIu64 "\n", e->first);
 		else
 			fprintf(f, "%c %" PRIu64 " %" PRIu64 "\n", e->kind, e->first, e->count);
 	}
@@ -415,6 +422,10 @@ int wc_model_load(struct wc_model **out, FILE *f)
 	while (fgets(line, sizeof(line), f)) {
 		if (line[0] == 'a' && (line[1] == '\n' || line[1] == '\0')) {
 			wc_model_ack(m);
+			continue;
+		}
+		if (sscanf(line, "a %" SCNu64, &first) == 1) {
+			wc_model_ack_upto(m, first);
 			continue;
 		}
 		if (sscanf(line, "%c %" SCNu64 " %" SCNu64, &kind, &first, &count) != 3 ||

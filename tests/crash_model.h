@@ -58,6 +58,9 @@ uint64_t wc_model_write(struct wc_model *m, uint64_t first, uint64_t count);
 uint64_t wc_model_discard(struct wc_model *m, uint64_t first, uint64_t count);
 /* Every call so far is durable. */
 void wc_model_ack(struct wc_model *m);
+/* Calls 1..n are durable (a flush that another call raced: the flush
+ * covers what was issued before it began). */
+void wc_model_ack_upto(struct wc_model *m, uint64_t n);
 struct wc_window wc_model_window(const struct wc_model *m);
 uint64_t wc_model_blocks(const struct wc_model *m);
 uint32_t wc_model_block_size(const struct wc_model *m);
@@ -77,7 +80,7 @@ bool wc_model_check(const struct wc_model *m, struct wc_window w, const uint8_t 
 
 /* The call list, to rebuild the model elsewhere (a regression test):
  * "blocks N block_size B\n" then one "w FIRST COUNT\n" / "d FIRST COUNT\n" /
- * "a\n" (acknowledge) per event. */
+ * "a N\n" (calls 1..N acknowledged; "a\n": every call so far) per event. */
 int wc_model_save(const struct wc_model *m, FILE *f);
 int wc_model_load(struct wc_model **out, FILE *f);
 

@@ -545,6 +545,13 @@ int crash_run(const char *workload, const struct crash_opts *o, struct crash_res
 	if (ret)
 		goto out;
 
+	d.race_buf = crash_io_buffer(origin_bytes);
+	if (!d.race_buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	wc_crashsim_hooks(d.sim)->commit_quiet = drv_commit_quiet;
+	wc_crashsim_hooks(d.sim)->commit_quiet_arg = &d;
 	wc_test_hooks = wc_crashsim_hooks(d.sim);
 	ret = wl->run(&d);
 	if (d.c) {
@@ -572,6 +579,7 @@ out:
 		fault_origin_destroy(d.fo);
 	crash_trace_free(d.trace);
 	free(d.buf);
+	free(d.race_buf);
 	free(init);
 	unlink(d.cache_path);
 	return ret;

@@ -62,6 +62,12 @@ struct crash_drv {
 	uint64_t ops;
 	uint64_t verified;               /* images recovered (selects recovery crashes, probes) */
 
+	/* A write that the next commit's test hook issues from inside that
+	 * commit (drv_flush_racing), as another thread's write would land. */
+	uint64_t race_first, race_count;
+	uint8_t *race_buf;
+	long race_ret;
+
 	struct crash_capture *caps;      /* images captured during the call in progress */
 	size_t ncaps, cap_caps;
 	bool capture_full;               /* max_images reached */
@@ -88,6 +94,10 @@ int drv_open(struct crash_drv *d);
 int drv_close(struct crash_drv *d);
 int drv_write(struct crash_drv *d, uint64_t first, uint64_t count, unsigned flags);
 int drv_flush(struct crash_drv *d);
+/* A flush whose commit a write of count blocks at first races: issued
+ * after the commit moved the epoch on, so it belongs to the next commit. */
+int drv_flush_racing(struct crash_drv *d, uint64_t first, uint64_t count);
+void drv_commit_quiet(void *arg); /* the test hook that issues it */
 int drv_discard(struct crash_drv *d, uint64_t first, uint64_t count);
 int drv_writeback(struct crash_drv *d);
 int drv_poll(struct crash_drv *d, unsigned budget);

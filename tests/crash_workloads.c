@@ -125,6 +125,31 @@ static int wl_reopen(struct crash_drv *d)
 	return drv_close(d);
 }
 
+/* Writes of another thread that land in the next epoch while a commit is
+ * under way (the commit's test hook issues them): the commit frees only
+ * what its own epoch superseded, never a version that an uncommitted write
+ * superseded. */
+static int wl_race(struct crash_drv *d)
+{
+	TRY(drv_create(d));
+	TRY(drv_write(d, 0, 4, 0));
+	TRY(drv_flush(d));
+	TRY(drv_write(d, 0, 2, 0));          /* this epoch supersedes committed 0, 1 */
+	TRY(drv_write(d, 6, 1, 0));
+	TRY(drv_flush_racing(d, 0, 2));      /* ... and the next one supersedes it */
+	TRY(drv_write(d, 5, 1, 0));
+	TRY(drv_flush(d));                   /* invalidates what the last commit freed */
+	TRY(drv_write(d, 2, 2, 0));
+	TRY(drv_flush_racing(d, 2, 1));
+	TRY(drv_discard(d, 6, 1));
+	TRY(drv_write(d, 3, 1, 0));
+	TRY(drv_flush_racing(d, 3, 2));
+	TRY(drv_writeback(d));
+	TRY(drv_write(d, 0, 1, 0));
+	TRY(drv_flush_racing(d, 0, 1));
+	return drv_close(d);
+}
+
 /* Seeded random mix of everything, on a cache smaller than the origin. */
 static int wl_random(struct crash_drv *d)
 {
@@ -174,6 +199,8 @@ static const struct crash_workload workloads[] = {
 	  512, 16, 8, 0, wl_cleaner },
 	{ "reopen", "close commits, reopen recovers, uncommitted work across reopen",
 	  512, 16, 8, 0, wl_reopen },
+	{ "race", "writes landing in the next epoch while a commit is under way",
+	  512, 16, 12, 1000, wl_race },
 	{ "random", "a seeded random mix of every call, cache of 10 blocks before 32",
 	  512, 32, 10, 4, wl_random },
 	{ "random4k", "the random mix with 4 KiB blocks",
