@@ -59,7 +59,8 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 		c->cfg = *cfg;
 	else {
 		wc_config_init(&c->cfg);
-		c->cfg.block_size = 0;
+		if (open)
+			c->cfg.block_size = 0; /* the superblock's */
 	}
 	c->cache_path = strdup(cache_path);
 	if (!c->cache_path) {
