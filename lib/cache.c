@@ -5,10 +5,12 @@
  * Every refusal unwinds completely: nothing stays mapped or open, and the
  * caller's origin is still the caller's.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cache_impl.h"
 #include "config.h"
@@ -59,7 +61,8 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 		c->cfg = *cfg;
 	else {
 		wc_config_init(&c->cfg);
-		c->cfg.block_size = 0;
+		if (open)
+			c->cfg.block_size = 0; /* the superblock's */
 	}
 	c->cache_path = strdup(cache_path);
 	if (!c->cache_path) {
@@ -138,18 +141,27 @@ static int setup_blocks(struct wc_cache *c, uint64_t origin_size)
 	return ret;
 }
 
-/* The common start of create and open: state, config, the origin. */
+/* The common start of create and open: state, config, the origin.
+ * `locked_fd` is the cache file already open and locked (wc_open and
+ * wc_create), or -1; the cache owns it from here on. */
 static int cache_begin(wc_cache **out, struct wc_cache **c, const char *cache_path,
                        struct wc_origin origin, const struct wc_config *cfg, bool open,
-                       uint64_t *origin_size)
+                       uint64_t *origin_size, int locked_fd)
 {
 	int ret;
 
 	*c = NULL;
-	if (!out)
+	if (!out) {
+		if (locked_fd >= 0)
+			close(locked_fd);
 		return wc_err(-EINVAL, "%s: NULL result pointer", open ? "wc_open" : "wc_create");
+	}
 	*out = NULL;
 	ret = cache_new(c, cache_path, cfg, open);
+	if (*c)
+		(*c)->fd = locked_fd;
+	else if (locked_fd >= 0)
+		close(locked_fd);
 	if (!ret)
 		ret = attach_origin(*c, origin, origin_size);
 	return ret;
@@ -177,15 +189,15 @@ static int cache_end(wc_cache **out, struct wc_cache *c, int ret, bool created)
 	return ret;
 }
 
-int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
-                     const struct wc_config *cfg)
+static int create_locked(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                         const struct wc_config *cfg, int locked_fd)
 {
 	struct wc_cache *c;
 	struct wc_pmem_sb *sb;
 	uint64_t origin_size;
 	int ret;
 
-	ret = cache_begin(out, &c, cache_path, origin, cfg, false, &origin_size);
+	ret = cache_begin(out, &c, cache_path, origin, cfg, false, &origin_size, locked_fd);
 	if (ret)
 		goto fail;
 	if (origin_size == 0 || origin_size % c->cfg.block_size) {
@@ -217,15 +229,15 @@ fail:
 	return cache_end(out, c, ret, true);
 }
 
-int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
-                   const struct wc_config *cfg)
+static int open_locked(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                       const struct wc_config *cfg, int locked_fd)
 {
 	struct wc_cache *c;
 	struct wc_pmem_sb *sb;
 	uint64_t origin_size;
 	int ret;
 
-	ret = cache_begin(out, &c, cache_path, origin, cfg, true, &origin_size);
+	ret = cache_begin(out, &c, cache_path, origin, cfg, true, &origin_size, locked_fd);
 	if (!ret)
 		ret = wc_map_open(c, false, 0);
 	if (ret)
@@ -251,21 +263,46 @@ fail:
 	return cache_end(out, c, ret, false);
 }
 
+int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                     const struct wc_config *cfg)
+{
+	return create_locked(out, cache_path, origin, cfg, -1);
+}
+
+int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                   const struct wc_config *cfg)
+{
+	return open_locked(out, cache_path, origin, cfg, -1);
+}
+
 static int with_path_origin(wc_cache **out, const char *cache_path, const char *origin_path,
                             const struct wc_config *cfg, bool open)
 {
 	struct wc_origin origin;
-	int ret;
+	int ret, fd = -1;
 
 	if (out)
 		*out = NULL;
 	if (!origin_path || !*origin_path)
 		return wc_err(-EINVAL, "%s: no origin path", cache_path ? cache_path : "wc_create");
+	/* The cache's lock before the origin's: a second open of a cache in
+	 * use is refused for the cache (the origin is its owner's too), and
+	 * the origin is not touched.  A file that does not exist yet (or
+	 * cannot be opened) is left to wc_map_open, which creates it or names
+	 * the problem, and locks it then. */
+	if (cache_path && *cache_path) {
+		fd = wc_map_lock_path(cache_path, O_RDWR, &ret);
+		if (fd < 0 && ret == -EBUSY)
+			return ret;
+	}
 	ret = wc_origin_open_path(&origin, origin_path);
-	if (ret)
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
 		return ret;
-	ret = open ? wc_open_origin(out, cache_path, origin, cfg)
-	           : wc_create_origin(out, cache_path, origin, cfg);
+	}
+	ret = open ? open_locked(out, cache_path, origin, cfg, fd)
+	           : create_locked(out, cache_path, origin, cfg, fd);
 	if (ret)
 		wc_origin_close(&origin);
 	return ret;

@@ -13,7 +13,13 @@ static __thread char last_msg[WC_ERRMSG_MAX];
 
 static void format_msg(const char *fmt, va_list ap)
 {
-	vsnprintf(last_msg, sizeof(last_msg), fmt, ap);
+	char msg[WC_ERRMSG_MAX];
+
+	/* Callers often prefix the previous message: wc_err(r, "%s: %s",
+	 * path, wc_errmsg()).  Formatting straight into last_msg would read
+	 * the buffer it is writing. */
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	memcpy(last_msg, msg, sizeof(msg));
 }
 
 int wc_err(int code, const char *fmt, ...)

@@ -16,6 +16,7 @@
 
 #include "cache_impl.h"
 #include "error.h"
+#include "lock.h"
 #include "map.h"
 #include "testhooks.h"
 
@@ -30,17 +31,41 @@ static int pmem2_fail(struct wc_cache *c, int ret, const char *what)
 	return wc_err(err, "%s: %s: %s", c->cache_path, what, pmem2_errormsg());
 }
 
+int wc_map_lock_path(const char *path, int flags, int *err)
+{
+	int fd = open(path, flags | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		*err = wc_err_sys(-errno, "%s: open", path);
+		return -1;
+	}
+	/* Before a single byte is read for recovery or written by a format:
+	 * another owner's commits and ours would overwrite each other. */
+	*err = wc_lock_take(fd, "cache", path);
+	if (*err) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int prepare_file(struct wc_cache *c, bool create, uint64_t create_size)
 {
 	struct stat st;
+	int ret;
 	int flags = O_RDWR | O_CLOEXEC | ((create && create_size) ? O_CREAT : 0);
 
-	c->fd = open(c->cache_path, flags, 0644);
+	/* wc_open and wc_create lock the file before they open the origin
+	 * (wc_map_lock_path) and hand the descriptor in. */
 	if (c->fd < 0) {
-		if (errno == ENOENT && create)
-			return wc_err(-ENOENT, "%s: no such file (create it with the cache's size, e.g. "
-			              "truncate -s 1G, or set cache_size)", c->cache_path);
-		return wc_err_sys(-errno, "%s: open", c->cache_path);
+		c->fd = wc_map_lock_path(c->cache_path, flags, &ret);
+		if (c->fd < 0) {
+			if (ret == -ENOENT && create)
+				return wc_err(-ENOENT, "%s: no such file (create it with the cache's "
+				              "size, e.g. truncate -s 1G, or set cache_size)",
+				              c->cache_path);
+			return ret;
+		}
 	}
 	if (fstat(c->fd, &st))
 		return wc_err_sys(-errno, "%s: fstat", c->cache_path);
@@ -64,7 +89,6 @@ int wc_map_open(struct wc_cache *c, bool create, uint64_t create_size)
 	size_t size;
 	int ret;
 
-	c->fd = -1;
 	ret = prepare_file(c, create, create_size);
 	if (ret)
 		return ret;

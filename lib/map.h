@@ -8,9 +8,14 @@
 
 struct wc_cache;
 
-/* Open and map c->cache_path; with create_size > 0 a missing or smaller
- * regular file is created/extended to that size.  Sets c->fd, src, map,
- * base, map_len and adapts c->fp to the mapping's granularity. */
+/* Open `path` with `flags` (O_RDWR, O_CREAT ...) and take the owner's lock
+ * (lib/lock.c) before anything reads or writes it.  Returns the descriptor,
+ * or -1 with *err = -errno (-EBUSY: in use) and a message. */
+int wc_map_lock_path(const char *path, int flags, int *err);
+/* Open (unless c->fd >= 0 already holds the locked file), lock and map
+ * c->cache_path; with create_size > 0 a missing or smaller regular file is
+ * created/extended to that size.  Sets c->fd, src, map, base, map_len and
+ * adapts c->fp to the mapping's granularity. */
 int wc_map_open(struct wc_cache *c, bool create, uint64_t create_size);
 void wc_map_close(struct wc_cache *c);
 const char *wc_map_granularity_name(const struct wc_cache *c);

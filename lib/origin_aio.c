@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lock.h"
 #include "origin.h"
 
 #define AIO_DEFAULT_QUEUE_DEPTH 256u
@@ -526,6 +527,14 @@ int wc_origin_open_aio_opts(struct wc_origin *out, const char *path,
 	fd = open_fd(path, opts->force_buffered, &direct);
 	if (fd < 0)
 		return fd;
+	/* O_EXCL guards a block device; a regular file needs a lock: two
+	 * caches writing back over one origin file overwrite each other's
+	 * blocks.  Block devices take it too, which names the holder. */
+	ret = wc_lock_take(fd, "origin", path);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
 
 	desc_len = strlen(WC_ORIGIN_AIO_MODE_BUFFERED) + 1 + strlen(path) + 1;
 	a = calloc(1, sizeof(*a) + desc_len);

@@ -154,7 +154,11 @@ struct wc_origin {
 };
 
 /* The default backend: libaio on a regular file or block device, O_DIRECT
- * where allowed, else buffered I/O + fdatasync.  `queue_depth` 0 = 256. */
+ * where allowed, else buffered I/O + fdatasync.  `queue_depth` 0 = 256.
+ * Exclusive: a block device is opened O_EXCL (-EBUSY while mounted or held),
+ * and the file takes an exclusive lock until close, so a second origin on
+ * the same file, in this process or another, fails with -EBUSY and a
+ * message naming the path and, where it can be known, the holder's pid. */
 int wc_origin_open_aio(struct wc_origin *out, const char *path, unsigned queue_depth);
 
 /* ======================================================================
@@ -188,21 +192,39 @@ void wc_config_init(struct wc_config *cfg);
  * key or bad value -> -EINVAL + message naming the key. */
 int wc_config_parse(struct wc_config *cfg, const char *options);
 
-/* Format a new cache; refuses a path that already holds a valid cache. */
+/*
+ * One owner at a time.  wc_create and wc_open (and the _origin variants)
+ * take an exclusive lock on the cache file or DAX device before they read
+ * it for recovery or write a byte of it, and hold it until wc_close; the
+ * kernel releases it when the process dies, kill -9 included.  A cache
+ * already open -- through another handle in this process, or in another
+ * process -- is refused with -EBUSY, untouched, and wc_errmsg() says it is
+ * in use and by which pid (or that the pid cannot be known here).  Two
+ * owners would overwrite each other's commits and lose acknowledged
+ * writes.  The lock is advisory: a program that maps the file itself is
+ * not stopped (wcctl reads a cache in use without writing it).
+ */
+
+/* Format a new cache; refuses a path that already holds a valid cache
+ * (-EEXIST) or a cache in use (-EBUSY, before writing anything).  cfg may
+ * be NULL (defaults). */
 int wc_create(wc_cache **out, const char *cache_path, const char *origin_path,
               const struct wc_config *cfg);
 /* Recover an existing cache; cfg may be NULL (defaults).  cfg->block_size 0
- * takes the superblock's; any other value must match it. */
+ * takes the superblock's; any other value must match it.  -EBUSY if the
+ * cache (or the origin file, locked by wc_origin_open_aio) is in use. */
 int wc_open(wc_cache **out, const char *cache_path, const char *origin_path,
             const struct wc_config *cfg);
 /* The same with an origin the embedder supplies; on success the cache owns
- * it (closes it in wc_close), on failure the caller still does. */
+ * it (closes it in wc_close), on failure the caller still does.  The cache
+ * file is locked as above; the origin's exclusivity is the embedder's. */
 int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
                      const struct wc_config *cfg);
 int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
                    const struct wc_config *cfg);
-/* Commit, stop threads, wait for in-flight origin I/O, unmap.  Dirty blocks
- * stay cached.  Returns the sticky error, if any, after releasing everything. */
+/* Commit, stop threads, wait for in-flight origin I/O, unmap, release the
+ * owner's lock.  Dirty blocks stay cached.  Returns the sticky error, if
+ * any, after releasing everything. */
 int wc_close(wc_cache *c);
 
 /* Offsets and lengths are multiples of the block size and inside the origin,

@@ -479,5 +479,73 @@ run 0 "status: a damaged record is measured again" "flush policy +(recalibrated|
 run 0 "status: then recorded again" "flush policy +(recorded|engine):" -- \
 	"$W" status "$D/cal" "$origin"
 
+# ---- a cache in use ----------------------------------------------------------
+# A helper holds a cache open, as a server would.  The read-only commands
+# read it without opening it (no recovery, not a byte written: the file's
+# hash before and after) and say it is live; the commands that write
+# refuse it with the owner's pid.
+H=$builddir/tests/hold_cache
+WB=$builddir/tools/wcbench/wcbench
+if [ -x "$H" ]; then
+	run 0 "create a cache to hold open" -- "$W" create "$D/live" "$origin" --size 8M
+	mkfifo "$D/hold-in" "$D/hold-out"
+	"$H" "$D/live" "$origin" 5 <"$D/hold-in" >"$D/hold-out" 2>"$D/hold-err" &
+	hold_job=$!
+	exec 3>"$D/hold-in"
+	ready="" hold_pid=""
+	read -r ready hold_pid <"$D/hold-out"
+	cp "$D/hold-err" "$D/err"; : >"$D/out"
+	assert "a helper holds the cache open (block 5 written with FUA)" test "$ready" = ready
+	live_size=$(stat -c %s "$D/live")
+	sum_live=$(sha256sum <"$D/live")
+	run 0 "status of a live cache: read, not opened" \
+		"^state +live, in use by pid $hold_pid \(hold_cache\)" -- "$W" status "$D/live" "$origin"
+	assert "status of a live cache: the held FUA block is committed" \
+		grep -q "^entries  *1 committed (dirty)" "$D/out"
+	if [ $have_python = yes ]; then
+		run 0 "status --json of a live cache" -- "$W" status --json "$D/live" "$origin"
+		assert "status --json of a live cache: live, with the owner's pid" \
+			test "$(json_get live) $(json_get in_use_by)" = "True $hold_pid"
+	else
+		skip "status --json of a live cache" "no python3"
+		skip "status --json of a live cache: live, with the owner's pid" "no python3"
+	fi
+	run 0 "check of a live cache" "^state: live, in use by pid $hold_pid" -- "$W" check "$D/live"
+	assert "check of a live cache: clean" grep -q "^result: .*clean (live" "$D/out"
+	run 0 "dump of a live cache" "^# state: live, in use by pid $hold_pid" -- "$W" dump "$D/live"
+	run 0 "calibrate CACHE of a live cache" "live, in use by pid $hold_pid" -- \
+		"$W" calibrate "$D/live"
+	assert "status, check, dump, calibrate left the live cache byte for byte" \
+		test "$(sha256sum <"$D/live")" = "$sum_live"
+	run 1 "writeback of a live cache is refused" \
+		"cache .*live is in use by pid $hold_pid \(hold_cache\)" -- \
+		"$W" writeback "$D/live" "$origin"
+	run 1 "create over a live cache is refused" "in use by pid $hold_pid" -- \
+		"$W" create "$D/live" "$D/origin2"
+	run 1 "create --size over a live cache is refused" "in use by pid $hold_pid" -- \
+		"$W" create "$D/live" "$D/origin2" --size 16M
+	run 1 "a second cache on the live cache's origin is refused" \
+		"origin .*origin is in use by pid $hold_pid" -- \
+		"$W" create "$D/live2" "$origin" --size 8M
+	if [ -x "$WB" ]; then
+		run 1 "wcbench calibrate --cache refuses a live cache" "in use by pid $hold_pid" -- \
+			"$WB" calibrate --cache "$D/live"
+	else
+		skip "wcbench calibrate --cache refuses a live cache" "wcbench not built"
+	fi
+	assert "the refusals left the live cache byte for byte, and its size" \
+		test "$(sha256sum <"$D/live")" = "$sum_live" -a "$(stat -c %s "$D/live")" = "$live_size"
+	exec 3>&-
+	wait "$hold_job"
+	rc=$?
+	cp "$D/hold-err" "$D/err"; : >"$D/out"
+	assert "the helper closed the cache cleanly" test "$rc" -eq 0
+	run 0 "status once the owner closed: opened, the FUA block there" "1 dirty blocks" -- \
+		"$W" status "$D/live" "$origin"
+	assert "status once the owner closed: not live" sh -c "! grep -q '^state  *live' '$D/out'"
+else
+	skip "a cache in use" "$H not built"
+fi
+
 echo "1..$n"
 exit 0

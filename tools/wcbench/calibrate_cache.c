@@ -5,7 +5,8 @@
  * offline, and record it in its superblock (the line wc_open trusts on this
  * CPU; docs/FORMAT.md).  The same measurement wc_create runs
  * (lib/policy_line.c): only blocks whose entry reads free are written, never
- * a block holding data.  The cache must not be open in another process.
+ * a block holding data.  A cache open elsewhere is refused (-EBUSY): the
+ * library's owner's lock is taken for the whole measurement.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lock.h"
 #include "policy_line.h"
 #include "wcbench.h"
 
@@ -47,6 +49,14 @@ static int map_cache(struct cache_map *m, const char *path)
 	m->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (m->fd < 0) {
 		fprintf(stderr, "wcbench calibrate: open %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	/* The owner's lock, as wc_open takes it: the measurement writes the
+	 * free blocks and the record, and an owner may be allocating those
+	 * blocks right now.  Held until unmap() closes the file. */
+	ret = wc_lock_take(m->fd, "cache", path);
+	if (ret) {
+		fprintf(stderr, "wcbench calibrate: %s (%s)\n", wc_errmsg(), strerror(-ret));
 		return -1;
 	}
 	if ((ret = pmem2_source_from_fd(&m->src, m->fd)) != 0 ||

@@ -5,11 +5,14 @@
  *
  * The library lives in the caller's process, so unlike dmsetup there is no
  * running target to ask: status and writeback open the cache (which runs
- * recovery), act, and close it.  Both open it with no_threads, so nothing
+ * recovery), act, and close it.  A cache another process holds is never
+ * opened: the library's lock refuses create and writeback with -EBUSY, and
+ * status reads the image read-only instead (status_live).  Both open it with no_threads, so nothing
  * happens behind their back: status sees the image exactly as recovery
  * left it, and writeback drives every round itself, which is what lets it
  * draw an honest progress bar.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
@@ -138,7 +141,10 @@ static void status_usage(FILE *f)
 	        "and a readable view, then close it.  The I/O counters count since this\n"
 	        "open, so they are zero here; blocks, free and error describe the image.\n"
 	        "The view shows the commit point (floor, both commit records) the image\n"
-	        "had before the open and has after the close.\n\n"
+	        "had before the open and has after the close.\n"
+	        "A cache in use by another process (or handle) is not opened: the view is\n"
+	        "read from the image without writing it, says \"state live, in use by pid\n"
+	        "N\" (when the pid can be known) and has no status line; exit 0.\n\n"
 	        "  --options S  configuration for the open (e.g. pmem_force=nt)\n"
 	        "  --json       one JSON object instead\n"
 	        "  --help\n");
@@ -187,6 +193,7 @@ static void status_json(const struct status_view *v)
 	wcctl_json_str(stdout, v->cache);
 	printf(",\n  \"origin\": ");
 	wcctl_json_str(stdout, v->origin);
+	printf(",\n  \"live\": false, \"in_use_by\": null");
 	printf(",\n  \"status_line\": \"");
 	status_line(st);
 	printf("\",\n  \"error\": %d,\n  \"blocks\": %" PRIu64 ",\n  \"free\": %" PRIu64
@@ -299,6 +306,84 @@ static void status_text(const struct status_view *v)
 	       st->blocks ? (double)st->dram_bytes / (double)st->blocks : 0.0);
 }
 
+/*
+ * A cache in use elsewhere: opening it would run recovery under its owner's
+ * feet (and the owner's lock refuses that anyway), so the view comes from
+ * the image alone, read-only -- no wc_open, no byte written.  The owner's
+ * counters live in its process; what the image shows is the superblock,
+ * the commit point and the entries as of this read.
+ */
+static int status_live(const char *cmd, const char *cache, const char *origin, bool json)
+{
+	struct wcctl_image img;
+	char s1[32], s2[32], uuid[40], when[64], live[256], line[256];
+	uint64_t used;
+	int ret = wcctl_image_open(&img, cache);
+
+	if (img.fd < 0) {
+		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
+		return WCCTL_FAIL;
+	}
+	if (!ret)
+		ret = wcctl_image_classify(&img);
+	if (ret) {
+		fprintf(stderr, "%s: %s: %s%s\n", cmd, wcctl_live_str(live, sizeof(live), &img),
+		        wc_errmsg(), img.sb_ok ? "" : " (its owner may be formatting it)");
+		wcctl_image_close(&img);
+		return WCCTL_FAIL;
+	}
+	used = img.n_committed + img.n_superseded + img.n_uncommitted + img.n_outside +
+	       img.n_duplicate;
+	if (json) {
+		printf("{\n  \"cache\": ");
+		wcctl_json_str(stdout, cache);
+		printf(",\n  \"origin\": ");
+		wcctl_json_str(stdout, origin);
+		printf(",\n  ");
+		wcctl_json_live(stdout, &img);
+		printf(",\n  \"holder\": ");
+		wcctl_json_str(stdout, wcctl_live_str(live, sizeof(live), &img));
+		printf(",\n  \"blocks\": %" PRIu64 ",\n  \"block_size\": %u,\n  \"size\": %" PRIu64
+		       ",\n  \"uuid\": ",
+		       img.sb.n_blocks, img.sb.block_size, img.sb.origin_size);
+		wcctl_json_str(stdout, wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
+		printf(",\n  \"seq_count\": %" PRIu64 ",\n  \"format_time\": %" PRIu64
+		       ",\n  \"commit\": ",
+		       img.sb.seq_count, img.sb.format_time);
+		wcctl_json_commit(stdout, &img, "  ");
+		printf(",\n  \"entries\": {\"committed\": %" PRIu64 ", \"superseded\": %" PRIu64
+		       ", \"uncommitted\": %" PRIu64 ", \"free\": %" PRIu64 "}\n}\n",
+		       img.n_committed, img.n_superseded, img.n_uncommitted, img.n_free);
+		wcctl_image_close(&img);
+		return WCCTL_OK;
+	}
+	printf("state          %s\n", wcctl_live_str(live, sizeof(live), &img));
+	printf("               read from the image without opening it: no recovery, nothing\n"
+	       "               written; the I/O counters are the owner's and not shown\n");
+	printf("cache          %s: %" PRIu64 " blocks of %u B (%s)\n", cache, img.sb.n_blocks,
+	       img.sb.block_size,
+	       wcctl_size_str(s1, sizeof(s1), img.sb.n_blocks * (uint64_t)img.sb.block_size));
+	printf("               uuid %s, formatted %s\n", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid),
+	       wcctl_time_str(when, sizeof(when), img.sb.format_time));
+	printf("commit point   %" PRIu64 " (from %s%s), floor seq_count %" PRIu64 "\n", img.cp.seq,
+	       img.cp_slot < 0 ? "the " : "", wcctl_commit_source(s1, sizeof(s1), &img),
+	       img.cp.floor);
+	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++)
+		printf("%s%u: %s\n", i ? "               record " : "records        record ", i,
+		       wcctl_record_str(line, sizeof(line), &img, i));
+	printf("entries        %" PRIu64 " committed (dirty), %" PRIu64 " superseded, %" PRIu64
+	       " uncommitted (written since the last commit), as of this read\n",
+	       img.n_committed, img.n_superseded, img.n_uncommitted);
+	printf("free           %" PRIu64 " blocks (%" PRIu64 "%%)\n", img.n_free,
+	       img.sb.n_blocks ? img.n_free * 100 / img.sb.n_blocks : 0);
+	printf("in use         %" PRIu64 " blocks (%s)\n", used,
+	       wcctl_size_str(s2, sizeof(s2), used * (uint64_t)img.sb.block_size));
+	printf("origin         %s: %s (held by the same owner)\n", origin,
+	       wcctl_size_str(s1, sizeof(s1), img.sb.origin_size));
+	wcctl_image_close(&img);
+	return WCCTL_OK;
+}
+
 int wcctl_status(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -336,7 +421,13 @@ int wcctl_status(int argc, char **argv)
 	/* The commit point recovery is about to settle (a refusal below
 	 * names the problem itself). */
 	v.before_ok = read_commit(v.cache, &v.before);
+	if (v.before.live)
+		return status_live(cmd, v.cache, v.origin, json);
 	ret = wc_open(&c, v.cache, v.origin, &cfg);
+	/* Opened elsewhere since the test above: the lock refused before
+	 * anything was touched. */
+	if (ret == -EBUSY && read_commit(v.cache, &v.before) && v.before.live)
+		return status_live(cmd, v.cache, v.origin, json);
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;

@@ -64,11 +64,16 @@ static const char *cpu_flags(char *buf, size_t len, unsigned cpu)
 	return buf;
 }
 
-/* The superblock's policy line of `path` (validated superblock first). */
-static int read_record(const char *path, struct wc_pmem_policy *rec)
+/* The superblock's policy line of `path` (validated superblock first);
+ * `live` receives "live, in use by ..." for a cache open elsewhere, else "". */
+static int read_record(const char *path, struct wc_pmem_policy *rec, char *live, size_t len)
 {
 	struct wcctl_image img;
 	int ret = wcctl_image_open(&img, path);
+
+	live[0] = '\0';
+	if (img.fd >= 0 && img.live)
+		wcctl_live_str(live, len, &img);
 
 	if (ret) {
 		if (img.fd >= 0)
@@ -127,7 +132,7 @@ int wcctl_calibrate(int argc, char **argv)
 	struct wc_pmem_info info;
 	size_t measured;
 	bool json = false, env_bad;
-	char flags[128], envmsg[512] = "";
+	char flags[128], envmsg[512] = "", live[256] = "";
 	double t0, ms;
 	int ch, ret;
 
@@ -141,7 +146,7 @@ int wcctl_calibrate(int argc, char **argv)
 	}
 	if (argc - optind == 1) {
 		cache = argv[optind];
-		ret = read_record(cache, &rec);
+		ret = read_record(cache, &rec, live, sizeof(live));
 		if (ret) {
 			fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 			return WCCTL_FAIL;
@@ -192,8 +197,8 @@ int wcctl_calibrate(int argc, char **argv)
 			wc_policy_inputs(&none, &features, &flush_insn);
 			printf(",\n  \"recorded\": {\"cache\": ");
 			wcctl_json_str(stdout, cache);
-			printf(", \"state\": \"%s\"", valid == -ENODATA ? "none" :
-			       valid ? "damaged" : "valid");
+			printf(", \"state\": \"%s\", \"live\": %s", valid == -ENODATA ? "none" :
+			       valid ? "damaged" : "valid", live[0] ? "true" : "false");
 			if (!valid) {
 				printf(", \"threshold\": ");
 				json_threshold(rec.threshold == UINT64_MAX ? SIZE_MAX :
@@ -224,6 +229,8 @@ int wcctl_calibrate(int argc, char **argv)
 		       info.large_strategy);
 		if (cache)
 			print_record(cache, &rec, measured);
+		if (live[0])
+			printf("             (%s %s: read only, as always here)\n", cache, live);
 		if (measured != info.threshold) {
 			char t[32];
 

@@ -14,6 +14,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -45,6 +46,10 @@ int wcctl_image_open(struct wcctl_image *img, const char *path)
 		wcctl_image_close(img);
 		return wc_err(-EISDIR, "%s: is a directory, not a cache image", path);
 	}
+	/* A test, not a lock: taking it, even for a moment, could refuse the
+	 * owner's own open.  A file system without locks has no owner to
+	 * report. */
+	img->live = wc_lock_probe(img->fd, path, &img->holder) == 1;
 	/* A block device reports its size through lseek, not st_size. */
 	end = lseek(img->fd, 0, SEEK_END);
 	if (end < 0) {
@@ -272,6 +277,23 @@ void wcctl_image_close(struct wcctl_image *img)
 	if (img->fd >= 0)
 		close(img->fd);
 	img->fd = -1;
+}
+
+const char *wcctl_live_str(char *buf, size_t len, const struct wcctl_image *img)
+{
+	char who[200];
+
+	snprintf(buf, len, "live, in use by %s", wc_lock_holder_str(who, sizeof(who), &img->holder));
+	return buf;
+}
+
+void wcctl_json_live(FILE *f, const struct wcctl_image *img)
+{
+	fprintf(f, "\"live\": %s, \"in_use_by\": ", img->live ? "true" : "false");
+	if (img->live && img->holder.pid > 0)
+		fprintf(f, "%ld", (long)img->holder.pid);
+	else
+		fprintf(f, "null");
 }
 
 uint64_t wcctl_entry_offset(const struct wcctl_image *img, uint64_t idx)

@@ -24,7 +24,7 @@ static const struct wcctl_command commands[] = {
 	{ "create", wcctl_create, "CACHE ORIGIN [--options S] [--size B]",
 	  "format a new cache in front of ORIGIN" },
 	{ "status", wcctl_status, "CACHE ORIGIN [--json]",
-	  "open (recover) the cache; dm-writecache's status line and a readable view" },
+	  "open (recover) the cache and show it; a cache in use is only read" },
 	{ "writeback", wcctl_writeback, "CACHE ORIGIN",
 	  "write every dirty block back to ORIGIN, with a progress bar" },
 	{ "check", wcctl_check, "CACHE",

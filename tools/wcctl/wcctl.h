@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "format.h"
+#include "lock.h"
 #include "wcache.h"
 
 /* Process exit status of every subcommand (dmsetup's convention). */
@@ -78,6 +79,10 @@ struct wcctl_image {
 	struct wc_pmem_record rec[WC_RECORD_SLOTS]; /* copies of the record slots */
 	struct wc_layout layout;       /* valid only if sb_ok */
 	bool sb_ok;
+	/* Open elsewhere (the owner's lock is held): the image moves while it
+	 * is read, and must only be read. */
+	bool live;
+	struct wc_lock_holder holder;  /* valid if live */
 	const struct wc_pmem_entry *entries; /* read-only mapping (NULL until mapped) */
 	void *map;
 	size_t map_len;
@@ -92,11 +97,17 @@ struct wcctl_image {
 	uint64_t n_free, n_uncommitted, n_committed, n_superseded, n_outside, n_duplicate;
 };
 
-/* Open `path` read-only and validate its superblock with wc_sb_validate.
+/* Open `path` read-only, test for an owner's lock (img->live: never a
+ * reason to refuse, the image is only read) and validate its superblock
+ * with wc_sb_validate.
  * Returns 0 (sb_ok), a negative errno from the validation (the image stays
  * open so the caller can print fields; wc_errmsg() says what is wrong), or
  * -errno with img->fd == -1 when the file cannot be read at all. */
 int wcctl_image_open(struct wcctl_image *img, const char *path);
+/* "live, in use by pid 1234 (server)" (img->live). */
+const char *wcctl_live_str(char *buf, size_t len, const struct wcctl_image *img);
+/* "\"live\": true, \"in_use_by\": 1234" (null when the pid is unknown). */
+void wcctl_json_live(FILE *f, const struct wcctl_image *img);
 /* Map the entry array (needs sb_ok) and compute the commit point from the
  * floor, the two records and the entries, as recovery does (fills cp,
  * rinfo, cp_slot).  0 or -errno with a message. */
