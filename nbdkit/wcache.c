@@ -63,6 +63,10 @@ static char zero_buf[ZERO_CHUNK] __attribute__((aligned(4096)));
  */
 static pthread_rwlock_t stripes[NSTRIPES];
 
+/* The plugin's own counters, beside the library's in the stats file: how
+ * often clients (xfs's log, for one) make the RMW path run. */
+static uint64_t rmw_blocks, zero_bytes;
+
 static unsigned stripe_of(uint64_t block)
 {
 	return (unsigned)(block % NSTRIPES);
@@ -82,6 +86,7 @@ struct handle {
 static pthread_t stats_thread;
 static bool stats_running;
 static bool stats_stop;
+static bool stats_poked;
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stats_cond = PTHREAD_COND_INITIALIZER;
 
@@ -146,6 +151,9 @@ static void write_stats(void)
 	STAT(writeback_errors);
 	STAT(dram_bytes);
 #undef STAT
+	fprintf(f, "  \"plugin_rmw_blocks\": %" PRIu64 ",\n  \"plugin_zero_bytes\": %" PRIu64 ",\n",
+	        __atomic_load_n(&rmw_blocks, __ATOMIC_RELAXED),
+	        __atomic_load_n(&zero_bytes, __ATOMIC_RELAXED));
 	fputs("  \"granularity\": ", f);
 	json_string(f, st.granularity);
 	fputs(",\n  \"origin_mode\": ", f);
@@ -162,23 +170,51 @@ static void write_stats(void)
 	}
 }
 
+static void deadline_in(struct timespec *t, long ms)
+{
+	clock_gettime(CLOCK_REALTIME, t);
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (ms % 1000) * 1000000;
+	if (t->tv_nsec >= 1000000000) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000;
+	}
+}
+
+/* Every stats_interval seconds, and soon after a flush, but at most ten
+ * times a second: a client flushing thousands of times a second must not
+ * turn this thread into a file writer running flat out. */
 static void *stats_main(void *arg)
 {
-	struct timespec until;
+	struct timespec soonest, latest;
 
 	pthread_mutex_lock(&stats_lock);
 	while (!stats_stop) {
+		stats_poked = false;
 		pthread_mutex_unlock(&stats_lock);
 		write_stats();
 		pthread_mutex_lock(&stats_lock);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += stats_interval;
+		deadline_in(&soonest, 100);
+		deadline_in(&latest, 1000L * stats_interval);
 		while (!stats_stop &&
-		       pthread_cond_timedwait(&stats_cond, &stats_lock, &until) != ETIMEDOUT)
+		       pthread_cond_timedwait(&stats_cond, &stats_lock, &soonest) != ETIMEDOUT)
+			;
+		while (!stats_stop && !stats_poked &&
+		       pthread_cond_timedwait(&stats_cond, &stats_lock, &latest) != ETIMEDOUT)
 			;
 	}
 	pthread_mutex_unlock(&stats_lock);
 	return NULL;
+}
+
+static void stats_poke(void)
+{
+	if (!stats_running)
+		return;
+	pthread_mutex_lock(&stats_lock);
+	stats_poked = true;
+	pthread_cond_signal(&stats_cond);
+	pthread_mutex_unlock(&stats_lock);
 }
 
 /* ------------------------------------------------------ life cycle */
@@ -526,6 +562,7 @@ static int rmw(struct handle *h, const char *src, uint32_t n, uint64_t block, ui
 	}
 	pthread_rwlock_unlock(l);
 	bounce_put(h, b);
+	__atomic_fetch_add(&rmw_blocks, 1, __ATOMIC_RELAXED);
 	if (r < 0)
 		return fail((int)r, "read-modify-write", block * bs + blk_off, n);
 	return 0;
@@ -607,6 +644,7 @@ static int wcache_zero(void *handle, uint32_t count, uint64_t offset, uint32_t f
 		nbdkit_set_error(ENOTSUP);
 		return -1;
 	}
+	__atomic_fetch_add(&zero_bytes, count, __ATOMIC_RELAXED);
 	return do_write(handle, NULL, count, offset, flags);
 }
 
@@ -616,6 +654,7 @@ static int wcache_flush(void *handle, uint32_t flags)
 
 	if (ret < 0)
 		return fail(ret, "flush", 0, 0);
+	stats_poke();
 	return 0;
 }
 
