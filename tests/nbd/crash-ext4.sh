@@ -1,0 +1,3 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+exec "$(dirname "$0")/crash.sh" ext4 "$@"
