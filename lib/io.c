@@ -91,16 +91,22 @@ static void supersede(struct wc_cache *c, struct wc_shard *s, uint32_t old, uint
 	}
 }
 
-/* Cleaner mode: a block the cache does not hold goes straight to the origin,
- * and is made durable before we return.  Both steps keep the crash contract
+/* Cleaner mode: blocks the cache does not hold go straight to the origin,
+ * and are made durable before we return.  Both steps keep the crash contract
  * (one commit point, no later write without the earlier ones): the commit
- * orders every earlier cached write before this one, and the origin flush
- * orders this one before anything later.  The price, one origin flush per
- * write-around, is paid only while draining the cache (cleaner mode); the
- * crash simulator's cleaner workload found the unordered variant. */
-static int write_around(struct wc_cache *c, const void *src, uint64_t block)
+ * orders every earlier cached write before these, and the origin flush
+ * orders them before anything later; the crash simulator's cleaner workload
+ * found the unordered variant.  A request's adjacent write-arounds go as one
+ * origin write and one flush (a 64 KiB write around the cache paid sixteen
+ * of each).  Concurrent writers' flushes are left to the kernel, which
+ * groups concurrent fdatasync calls itself: a group flush in here measured
+ * 0.75x its throughput (wcbench run --threads 4 --options cleaner=1 --bs
+ * 4096 --no-prefill, origin on ext4 on a virtio disk: 3,100 vs 4,100 IOPS,
+ * two runs each). */
+static int write_around(struct wc_cache *c, const void *src, uint64_t block, unsigned n)
 {
-	uint32_t bs = c->layout.block_size, align = c->origin_align ? c->origin_align : 1;
+	uint32_t align = c->origin_align ? c->origin_align : 1;
+	size_t len = (size_t)n << c->block_shift;
 	void *bounce = NULL;
 	int ret;
 
@@ -111,12 +117,12 @@ static int write_around(struct wc_cache *c, const void *src, uint64_t block)
 	}
 	/* The caller's buffer need not suit O_DIRECT: bounce it if not. */
 	if ((uintptr_t)src % align) {
-		if (posix_memalign(&bounce, align < 4096 ? 4096 : align, bs))
-			return wc_err(-ENOMEM, "%s write-around: %u-byte bounce buffer", c->cache_path, bs);
-		memcpy(bounce, src, bs);
+		if (posix_memalign(&bounce, align < 4096 ? 4096 : align, len))
+			return wc_err(-ENOMEM, "%s write-around: %zu-byte bounce buffer", c->cache_path, len);
+		memcpy(bounce, src, len);
 		src = bounce;
 	}
-	ret = wc_origin_rw_sync(&c->origin, WC_ORIGIN_WRITE, (void *)src, bs, block << c->block_shift);
+	ret = wc_origin_rw_sync(&c->origin, WC_ORIGIN_WRITE, (void *)src, len, block << c->block_shift);
 	free(bounce);
 	if (!ret)
 		ret = wc_origin_flush(&c->origin);
@@ -263,7 +269,8 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 	return count_published(c, epoch, n);
 }
 
-/* Cleaner mode: is `block` in the cache? */
+/* Cleaner mode: is `block` in the cache?  (Counted as a write-around if
+ * not.) */
 static bool cached(struct wc_cache *c, uint64_t block)
 {
 	struct wc_shard *s = wc_shard_of(c, block);
@@ -292,8 +299,10 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 		bool cleaner = atomic_load_explicit(&c->cleaner, memory_order_relaxed);
 
 		if (cleaner && !cached(c, block)) {
-			ret = write_around(c, src, block);
 			got = 1;
+			while ((unsigned)got < n && !cached(c, block + (unsigned)got))
+				got++;
+			ret = write_around(c, src, block, (unsigned)got);
 		} else {
 			/* Cleaner mode decides block by block. */
 			got = wc_alloc_blocks(c, idx, cleaner ? 1 : n);
