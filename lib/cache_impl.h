@@ -30,6 +30,7 @@
 #include "wcache.h"
 
 #define WC_SHARDS 64u        /* power of two; > threads on any box we target */
+_Static_assert(WC_SHARDS <= 64, "a commit keeps the shards it visits in a 64-bit mask");
 /* Origin blocks are hashed in aligned groups of 16: a group shares a shard
  * (one lock round for a 64 KiB write of 4 KiB blocks) and one 64-byte line
  * of buckets (one cache miss for its lookups). */

@@ -279,17 +279,17 @@ static bool free_dead_everywhere(struct wc_cache *c, struct wc_shard *s, uint64_
  * invalidations) instead of two.  Until then they stay valid on pmem, older
  * than the committed newer version that recovery prefers.  Empties the
  * shards' logs of e. */
-static void free_superseded(struct wc_cache *c, uint64_t e)
+static void free_superseded(struct wc_cache *c, uint64_t e, uint64_t logged)
 {
 	unsigned par = e & 1;
 	bool everywhere = atomic_exchange(&c->superseded_elsewhere, false), ok = true;
 
-	for (unsigned k = 0; k < WC_SHARDS; k++) {
-		struct wc_shard *s = &c->shards[k];
+	if (everywhere)
+		logged = ~0ull;
+	for (uint64_t m = logged; m; m &= m - 1) {
+		struct wc_shard *s = &c->shards[__builtin_ctzll(m)];
 		uint32_t n = __atomic_load_n(&s->log_n[par], __ATOMIC_RELAXED);
 
-		if (!n && !__atomic_load_n(&s->log_lost[par], __ATOMIC_RELAXED) && !everywhere)
-			continue;
 		wc_spin_lock(&s->lock);
 		for (uint32_t i = 0; i < n && ok; i++) {
 			const struct wc_logged *l = &s->log[par][i];
@@ -357,7 +357,8 @@ void wc_release_freed(struct wc_cache *c)
  * was invalidated at once).  False if a block could not be logged: then not
  * every entry is known, and the commit falls back to the two-drain
  * protocol. */
-static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_record *rec)
+static bool flush_entry_log(struct wc_cache *c, uint64_t e, uint64_t logged,
+                            struct wc_pmem_record *rec)
 {
 	unsigned par = e & 1;
 	bool complete = true;
@@ -369,8 +370,8 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 
 	rec->seq = e + 1;
 	rec->count = rec->digest = 0;
-	for (unsigned k = 0; k < WC_SHARDS; k++) {
-		const struct wc_shard *s = &c->shards[k];
+	for (uint64_t m = logged; m; m &= m - 1) {
+		const struct wc_shard *s = &c->shards[__builtin_ctzll(m)];
 		uint32_t n = __atomic_load_n(&s->log_n[par], __ATOMIC_RELAXED);
 
 		complete &= !__atomic_load_n(&s->log_lost[par], __ATOMIC_RELAXED);
@@ -391,8 +392,8 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, struct wc_pmem_recor
 	}
 	/* Flushes after every read: a flush may evict the line (CLFLUSHOPT;
 	 * CLWB on some CPUs), and neighbouring entries share lines. */
-	for (unsigned k = 0; k < WC_SHARDS; k++) {
-		const struct wc_shard *s = &c->shards[k];
+	for (uint64_t m = logged; m; m &= m - 1) {
+		const struct wc_shard *s = &c->shards[__builtin_ctzll(m)];
 		uint32_t n = __atomic_load_n(&s->log_n[par], __ATOMIC_RELAXED);
 
 		for (uint32_t i = 0; i < n; i++) {
@@ -473,14 +474,23 @@ unsigned wc_shard_log_room(struct wc_cache *c, struct wc_shard *s, unsigned par,
  * No writer counts itself in or out: the shard lock it takes anyway is the
  * only locked instruction of its publication.
  */
-static void wait_epoch_quiet(struct wc_cache *c)
+static uint64_t wait_epoch_quiet(struct wc_cache *c, uint64_t e)
 {
+	uint64_t logged = 0;
+
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
+		struct wc_shard *s = &c->shards[i];
 		unsigned spins = 0;
 
-		while (wc_spin_is_held(&c->shards[i].lock))
+		while (wc_spin_is_held(&s->lock))
 			wc_spin_pause(&spins);
+		/* Final now: the shards the rest of the commit looks at (a
+		 * FUA write's commit visits one, not sixty-four). */
+		if (__atomic_load_n(&s->log_n[e & 1], __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&s->log_lost[e & 1], __ATOMIC_RELAXED))
+			logged |= 1ull << i;
 	}
+	return logged;
 }
 
 /* commit_lock held: raise the durable floor seq_count to the last commit
@@ -570,6 +580,8 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 {
 	uint64_t target = atomic_load(&c->epoch), e;
 	struct wc_pmem_record rec;
+	uint64_t logged;
+	uint32_t now;
 	int err, ret = 0;
 
 	pthread_mutex_lock(&c->commit_lock);
@@ -595,11 +607,11 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		goto out;
 	}
 	atomic_store_explicit(&c->epoch, e + 1, memory_order_seq_cst);
-	wait_epoch_quiet(c);
+	logged = wait_epoch_quiet(c, e);
 	if (c->hooks && c->hooks->commit_quiet)
 		c->hooks->commit_quiet(c->hooks->commit_quiet_arg);
 	invalidate_pending(c);                       /* the last commit's frees */
-	if (flush_entry_log(c, e, &rec)) {
+	if (flush_entry_log(c, e, logged, &rec)) {
 		/* Invariant (9): the record proves itself; one drain makes
 		 * entries, record and invalidations durable together. */
 		struct wc_pmem_record *slot = wc_pmem_record(c->base, (unsigned)(e & 1));
@@ -618,11 +630,12 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		c->durable_floor = e + 1;
 	}
 	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);
-	age_mark(c, e, wc_now_ms(c));
+	now = wc_now_ms(c);
+	age_mark(c, e, now);
 	atomic_store_explicit(&c->published, 0, memory_order_relaxed);
-	atomic_store_explicit(&c->last_commit_ms, wc_now_ms(c), memory_order_relaxed);
+	atomic_store_explicit(&c->last_commit_ms, now, memory_order_relaxed);
 	c->commits++;
-	free_superseded(c, e);
+	free_superseded(c, e, logged);
 out:
 	pthread_mutex_unlock(&c->commit_lock);
 	return ret;
