@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "size.h"
 
 /* dm-writecache's defaults for pmem (HIGH_WATERMARK 50, LOW_WATERMARK 45,
  * AUTOCOMMIT_BLOCKS_PMEM 64, AUTOCOMMIT_MSEC 1000). */
@@ -25,24 +26,13 @@ void wc_config_init(struct wc_config *cfg)
 
 static int parse_u64(const char *key, const char *val, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-	uint64_t mult = 1;
+	uint64_t v = 0;
 
-	if (!val || !*val || !isdigit((unsigned char)*val))
-		return wc_err(-EINVAL, "option %s: \"%s\" is not a number", key, val ? val : "");
-	errno = 0;
-	v = strtoull(val, &end, 10);
-	switch (*end) {
-	case 'k': case 'K': mult = 1ull << 10; end++; break;
-	case 'm': case 'M': mult = 1ull << 20; end++; break;
-	case 'g': case 'G': mult = 1ull << 30; end++; break;
-	case 't': case 'T': mult = 1ull << 40; end++; break;
-	}
-	if (errno || *end || v > max / mult)
-		return wc_err(-EINVAL, "option %s: \"%s\" is not a number in 0..%llu", key, val,
-		              (unsigned long long)max);
-	*out = v * mult;
+	*out = 0;
+	if (wc_size_parse(val, &v, NULL) != 0 || v > max)
+		return wc_err(-EINVAL, "option %s: \"%s\" is not a number in 0..%llu", key,
+		              val ? val : "", (unsigned long long)max);
+	*out = v;
 	return 0;
 }
 
