@@ -8,7 +8,6 @@
  * own free blocks instead and records the result in its superblock
  * (calibrate_cache.c).
  */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +30,8 @@ static void usage(FILE *f)
 	        "                point (default 9)\n"
 	        "  --bytes B     bytes written per point and strategy per round (default 1M)\n"
 	        "  --json        machine-readable output\n"
-	        "  --help\n");
+	        "  --help\n\n"
+	        WCT_SIZE_HELP);
 }
 
 static const char *threshold_str(char *buf, size_t len, size_t t)
@@ -53,42 +53,38 @@ void wcb_text_calibration(FILE *f, const struct wc_calibration *cal)
 		const struct wc_calibration_point *pt = &cal->pt[i];
 
 		fprintf(f, "%-9s %10.0fns %10.0fns %8.2f   %10.0fns %10.0fns %8.2f\n",
-		        wcb_size_str(sz, sizeof(sz), pt->size), pt->nt_fenced, pt->cached_fenced,
+		        wct_size_str(sz, sizeof(sz), pt->size), pt->nt_fenced, pt->cached_fenced,
 		        pt->cached_fenced / pt->nt_fenced, pt->nt_batched, pt->cached_batched,
 		        pt->cached_batched / pt->nt_batched);
 	}
 	fprintf(f, "(ratio = cached time / nt time: above 1, non-temporal stores are faster)\n");
 }
 
-void wcb_json_calibration(FILE *f, const struct wc_calibration *cal)
+void wcb_json_calibration(struct wct_json *j, const struct wc_calibration *cal)
 {
-	fprintf(f, "  \"rounds\": %u,\n  \"points\": [\n", cal->rounds);
+	wct_json_u64(j, "rounds", cal->rounds);
+	wct_json_array(j, "points", true);
 	for (unsigned i = 0; i < cal->npoints; i++) {
 		const struct wc_calibration_point *pt = &cal->pt[i];
 
-		fprintf(f, "    {\"size\": %zu, \"nt_fenced_ns\": %.1f, \"cached_fenced_ns\": %.1f, "
-		           "\"nt_batched_ns\": %.1f, \"cached_batched_ns\": %.1f}%s\n",
-		        pt->size, pt->nt_fenced, pt->cached_fenced, pt->nt_batched, pt->cached_batched,
-		        i + 1 < cal->npoints ? "," : "");
+		wct_json_object(j, NULL, false);
+		wct_json_u64(j, "size", pt->size);
+		wct_json_num(j, "nt_fenced_ns", "%.1f", pt->nt_fenced);
+		wct_json_num(j, "cached_fenced_ns", "%.1f", pt->cached_fenced);
+		wct_json_num(j, "nt_batched_ns", "%.1f", pt->nt_batched);
+		wct_json_num(j, "cached_batched_ns", "%.1f", pt->cached_batched);
+		wct_json_end(j);
 	}
-	fprintf(f, "  ],\n  \"threshold\": ");
+	wct_json_end(j);
 	if (cal->threshold == SIZE_MAX)
-		fprintf(f, "null");
+		wct_json_null(j, "threshold");
 	else
-		fprintf(f, "%zu", cal->threshold);
-	fprintf(f, ",\n  \"ms\": %.1f", cal->elapsed_ms);
+		wct_json_u64(j, "threshold", cal->threshold);
+	wct_json_num(j, "ms", "%.1f", cal->elapsed_ms);
 }
 
 int wcbench_calibrate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "cache", required_argument, NULL, 'C' },
-		{ "bytes", required_argument, NULL, 'b' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct wc_pmem_env *env = wc_pmem_env_get();
 	const struct wc_flush_policy *p = wc_flush_default();
 	unsigned features = wc_cpu_get()->features & ~env->cfg.disable;
@@ -102,45 +98,25 @@ int wcbench_calibrate(int argc, char **argv)
 	size_t quick;
 	double t0, quick_ms;
 	char buf[64], s1[32];
-	int c, ret;
+	int ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'r': {
-			char *end;
-			unsigned long u = strtoul(optarg, &end, 10);
+	const struct wct_opt opts[] = {
+		WCT_OPT("rounds", WCT_UINT, &rounds, 1, 1000),
+		WCT_OPT_STR("cache", &cache),
+		WCT_OPT("bytes", WCT_SIZE, &bytes, 4096, UINT64_MAX),
+		WCT_OPT_FLAG("json", &json),
+		WCT_OPT_END,
+	};
 
-			if (*end || end == optarg || u < 1 || u > 1000) {
-				fprintf(stderr, "wcbench calibrate: --rounds %s: expected 1..1000\n", optarg);
-				return 2;
-			}
-			rounds = (unsigned)u;
-			break;
-		}
-		case 'b':
-			if (wcb_parse_size(optarg, &bytes) != 0 || bytes < 4096) {
-				fprintf(stderr, "wcbench calibrate: --bytes %s: expected a size >= 4K\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'j': json = true; break;
-		case 'C': cache = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "wcbench calibrate: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	ret = wct_opts_parse("wcbench calibrate", opts, argc, argv, usage, false);
+	if (ret)
+		return ret;
 	if (cache)
 		return wcbench_calibrate_cache(cache, rounds, json);
 
-	t0 = wcb_now_ns();
+	t0 = wct_now_ns();
 	ret = wc_pmem_calibrate(&quick);
-	quick_ms = (wcb_now_ns() - t0) / 1e6;
+	quick_ms = (wct_now_ns() - t0) / 1e6;
 	if (ret) {
 		fprintf(stderr, "wcbench calibrate: %s\n", wc_errmsg());
 		return 1;
@@ -152,18 +128,22 @@ int wcbench_calibrate(int argc, char **argv)
 	}
 
 	if (json) {
-		printf("{\n  \"tool\": \"wcbench calibrate\",\n  \"quick\": {\"threshold\": ");
+		struct wct_json j;
+
+		wct_json_init(&j, stdout);
+		wct_json_object(&j, NULL, true);
+		wct_json_str(&j, "tool", "wcbench calibrate");
+		wct_json_object(&j, "quick", false);
 		if (quick == SIZE_MAX)
-			printf("null");
+			wct_json_null(&j, "threshold");
 		else
-			printf("%zu", quick);
-		printf(", \"ms\": %.1f},\n  \"nt\": ", quick_ms);
-		wcb_json_str(stdout, cal.nt_name);
-		printf(",\n  \"cached\": ");
-		wcb_json_str(stdout, cal.cached_name);
-		printf(",\n");
-		wcb_json_calibration(stdout, &cal);
-		printf("\n}\n");
+			wct_json_u64(&j, "threshold", quick);
+		wct_json_num(&j, "ms", "%.1f", quick_ms);
+		wct_json_end(&j);
+		wct_json_str(&j, "nt", cal.nt_name);
+		wct_json_str(&j, "cached", cal.cached_name);
+		wcb_json_calibration(&j, &cal);
+		wct_json_end(&j);
 		return 0;
 	}
 
@@ -175,7 +155,7 @@ int wcbench_calibrate(int argc, char **argv)
 		return 0;
 	}
 	printf("\nthorough sweep: %s vs %s, best of %u rounds, %s per point, %.0f ms\n",
-	       cal.nt_name, cal.cached_name, cal.rounds, wcb_size_str(s1, sizeof(s1), bytes),
+	       cal.nt_name, cal.cached_name, cal.rounds, wct_size_str(s1, sizeof(s1), bytes),
 	       cal.elapsed_ms);
 	wcb_text_calibration(stdout, &cal);
 	printf("\ncrossover: %s\nrecommended: WC_PMEM_THRESHOLD=%s\n",

@@ -104,12 +104,8 @@ int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json)
 	uint64_t area;
 	char s1[32], s2[32];
 
-	if (!getenv("PMEM2_FORCE_GRANULARITY")) {
-		setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 1);
-		if (!json)
-			fprintf(stderr, "wcbench calibrate: PMEM2_FORCE_GRANULARITY was unset; set to "
-			        "CACHE_LINE (on /dev/shm this runs the real flush code on DRAM)\n");
-	}
+	if (wct_pmem_emulate() && !json)
+		fprintf(stderr, "wcbench calibrate: " WCT_PMEM_EMULATE_NOTE "\n");
 	if (map_cache(&m, path) != 0)
 		goto out;
 	ret = wc_sb_validate(wc_sb(m.base), m.len, path, &l);
@@ -141,22 +137,24 @@ int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json)
 	wc_policy_write(&fp, m.base, &now);
 
 	if (json) {
-		printf("{\n  \"tool\": \"wcbench calibrate\",\n  \"cache\": ");
-		wcb_json_str(stdout, path);
-		printf(",\n  \"nt\": ");
-		wcb_json_str(stdout, cal.nt_name);
-		printf(",\n  \"cached\": ");
-		wcb_json_str(stdout, cal.cached_name);
-		printf(",\n  \"area_bytes\": %llu,\n", (unsigned long long)area);
-		wcb_json_calibration(stdout, &cal);
-		printf(",\n  \"previous_record_valid\": %s\n}\n",
-		       wc_policy_check(&before) == 0 ? "true" : "false");
+		struct wct_json j;
+
+		wct_json_init(&j, stdout);
+		wct_json_object(&j, NULL, true);
+		wct_json_str(&j, "tool", "wcbench calibrate");
+		wct_json_str(&j, "cache", path);
+		wct_json_str(&j, "nt", cal.nt_name);
+		wct_json_str(&j, "cached", cal.cached_name);
+		wct_json_u64(&j, "area_bytes", area);
+		wcb_json_calibration(&j, &cal);
+		wct_json_bool(&j, "previous_record_valid", wc_policy_check(&before) == 0);
+		wct_json_end(&j);
 		status = 0;
 		goto out;
 	}
 	printf("cache %s: %llu blocks of %s; measured on %s of free blocks, copies up to one "
 	       "block\n", path, (unsigned long long)l.n_blocks,
-	       wcb_size_str(s1, sizeof(s1), l.block_size), wcb_size_str(s2, sizeof(s2), area));
+	       wct_size_str(s1, sizeof(s1), l.block_size), wct_size_str(s2, sizeof(s2), area));
 	printf("%s vs %s, best of %u rounds, %.0f ms\n", cal.nt_name, cal.cached_name, cal.rounds,
 	       cal.elapsed_ms);
 	wcb_text_calibration(stdout, &cal);

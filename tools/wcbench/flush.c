@@ -69,33 +69,30 @@ static void usage(FILE *f)
 	        "                   shortfall inside the run-to-run spread counts as a tie)\n"
 	        "  --quiet          no progress on stderr\n"
 	        "  --help\n\n"
-	        "Without PMEM2_FORCE_GRANULARITY in the environment, wcbench sets it to\n"
-	        "CACHE_LINE, so a /dev/shm file runs the real flush code (on DRAM: not\n"
-	        "power-fail safe).  The engine's policy honours the WC_PMEM_* environment.\n");
+	        WCT_SIZE_HELP WCT_PMEM_EMULATE_HELP
+	        "The engine's policy honours the WC_PMEM_* environment.\n");
 }
 
 static int parse_args(struct bench *b, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "min", required_argument, NULL, 'a' },
-		{ "max", required_argument, NULL, 'b' },
-		{ "runs", required_argument, NULL, 'r' },
-		{ "pmem", required_argument, NULL, 'p' },
-		{ "size", required_argument, NULL, 's' },
-		{ "batch", required_argument, NULL, 'n' },
-		{ "time-ms", required_argument, NULL, 't' },
-		{ "dst-offset", required_argument, NULL, 'o' },
-		{ "slices", required_argument, NULL, 'S' },
-		{ "all-nt", no_argument, NULL, 'A' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "plot", required_argument, NULL, 'P' },
-		{ "check", no_argument, NULL, 'c' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct wct_opt opts[] = {
+		WCT_OPT("min", WCT_SIZE, &b->min, 1, UINT64_MAX),
+		WCT_OPT("max", WCT_SIZE, &b->max, 1, UINT64_MAX),
+		WCT_OPT("runs", WCT_UINT, &b->runs, 1, MAX_RUNS),
+		WCT_OPT_STR("pmem", &b->path),
+		WCT_OPT("size", WCT_SIZE, &b->region, 1, UINT64_MAX),
+		WCT_OPT("batch", WCT_UINT, &b->batch, 1, 1u << 20),
+		WCT_OPT("time-ms", WCT_DOUBLE, &b->time_ms, 0, 10000),
+		WCT_OPT("dst-offset", WCT_UINT, &b->dst_offset, 0, 63),
+		WCT_OPT("slices", WCT_UINT, &b->slices, 1, MAX_SLICES),
+		WCT_OPT_FLAG("all-nt", &b->all_nt),
+		WCT_OPT_FLAG("json", &b->json),
+		WCT_OPT_STR("plot", &b->plot),
+		WCT_OPT_FLAG("check", &b->check),
+		WCT_OPT_FLAG("quiet", &b->quiet),
+		WCT_OPT_END,
 	};
-	uint64_t v;
-	int c;
+	int ret;
 
 	b->min = 64;
 	b->max = 64u << 20;
@@ -105,62 +102,9 @@ static int parse_args(struct bench *b, int argc, char **argv)
 	b->time_ms = 4;
 	b->slices = 5;
 	b->path = "/dev/shm/wcbench-flush.pmem";
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'a':
-		case 'b':
-		case 's':
-			if (wcb_parse_size(optarg, &v) != 0 || v == 0) {
-				fprintf(stderr, "wcbench flush: %s: not a size\n", optarg);
-				return 2;
-			}
-			*(c == 'a' ? &b->min : c == 'b' ? &b->max : &b->region) = v;
-			break;
-		case 'r':
-		case 'n':
-		case 'o':
-		case 'S': {
-			char *end;
-			unsigned long u = strtoul(optarg, &end, 10);
-
-			if (*end || end == optarg || (c == 'r' && (u < 1 || u > MAX_RUNS)) ||
-			    (c == 'n' && (u < 1 || u > 1u << 20)) || (c == 'o' && u > 63) ||
-			    (c == 'S' && (u < 1 || u > MAX_SLICES))) {
-				fprintf(stderr, "wcbench flush: --%s %s: out of range\n",
-				        c == 'r' ? "runs" : c == 'n' ? "batch" :
-				        c == 'o' ? "dst-offset" : "slices", optarg);
-				return 2;
-			}
-			*(c == 'r' ? &b->runs : c == 'n' ? &b->batch :
-			  c == 'o' ? &b->dst_offset : &b->slices) = (unsigned)u;
-			break;
-		}
-		case 't': {
-			char *end;
-
-			b->time_ms = strtod(optarg, &end);
-			if (*end || end == optarg || !(b->time_ms > 0 && b->time_ms <= 10000)) {
-				fprintf(stderr, "wcbench flush: --time-ms %s: expected 0 < ms <= 10000\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'p': b->path = optarg; break;
-		case 'A': b->all_nt = true; break;
-		case 'j': b->json = true; break;
-		case 'P': b->plot = optarg; break;
-		case 'c': b->check = true; break;
-		case 'q': b->quiet = true; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "wcbench flush: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	ret = wct_opts_parse("wcbench flush", opts, argc, argv, usage, false);
+	if (ret)
+		return ret;
 	if (b->min > b->max) {
 		fprintf(stderr, "wcbench flush: --min is larger than --max\n");
 		return 2;
@@ -237,26 +181,18 @@ static int map_destination(struct bench *b)
 	size_t map_size;
 	int ret;
 
-	if (!getenv("PMEM2_FORCE_GRANULARITY")) {
-		setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 1);
-		b->forced_gran = true;
-		if (!b->quiet)
-			fprintf(stderr, "wcbench flush: PMEM2_FORCE_GRANULARITY was unset; set to "
-			        "CACHE_LINE (on /dev/shm this runs the real flush code on DRAM: "
-			        "not power-fail safe)\n");
-	}
+	b->forced_gran = wct_pmem_emulate();
+	if (b->forced_gran && !b->quiet)
+		fprintf(stderr, "wcbench flush: " WCT_PMEM_EMULATE_NOTE "\n");
 	if (stat(b->path, &st) != 0) {
 		if (errno != ENOENT) {
 			fprintf(stderr, "wcbench flush: stat %s: %s\n", b->path, strerror(errno));
 			return -1;
 		}
-		b->fd = open(b->path, O_RDWR | O_CREAT | O_EXCL, 0600);
-		if (b->fd < 0) {
-			fprintf(stderr, "wcbench flush: create %s: %s\n", b->path, strerror(errno));
+		b->fd = wct_scratch_create("wcbench flush", b->path, b->region);
+		if (b->fd < 0)
 			return -1;
-		}
 		b->created = true;
-		wcb_scratch_add(b->path);
 	} else {
 		b->fd = open(b->path, O_RDWR);
 		if (b->fd < 0) {
@@ -264,7 +200,7 @@ static int map_destination(struct bench *b)
 			return -1;
 		}
 	}
-	if ((b->created || (S_ISREG(st.st_mode) && (uint64_t)st.st_size < b->region)) &&
+	if (!b->created && S_ISREG(st.st_mode) && (uint64_t)st.st_size < b->region &&
 	    ftruncate(b->fd, (off_t)b->region) != 0) {
 		fprintf(stderr, "wcbench flush: resize %s to %llu bytes: %s\n", b->path,
 		        (unsigned long long)b->region, strerror(errno));
@@ -309,7 +245,7 @@ static void unmap_destination(struct bench *b)
 		close(b->fd);
 	if (b->created) {
 		unlink(b->path);
-		wcb_scratch_forget(b->path);
+		wct_scratch_forget(b->path);
 	}
 }
 
@@ -335,7 +271,7 @@ static double sample(struct bench *b, const struct column *c, size_t size, unsig
 {
 	const struct wc_flush_policy *p = b->policy;
 	size_t start_pos = b->pos;
-	double t0 = wcb_now_ns(), t1;
+	double t0 = wct_now_ns(), t1;
 	unsigned i;
 
 	switch (c->kind) {
@@ -376,7 +312,7 @@ static double sample(struct bench *b, const struct column *c, size_t size, unsig
 		}
 		break;
 	}
-	t1 = wcb_now_ns();
+	t1 = wct_now_ns();
 	if (c->kind == COL_MEMCPY) {
 		/* memcpy leaves up to an LLC of dirty lines; written back
 		 * during the next column's sample they would cost it ~5-10%
@@ -461,15 +397,15 @@ static void measure(struct bench *b)
 	uint64_t seed = 0x5eed;
 	unsigned ncells = b->ncols * NMODES;
 	unsigned pol = flushbench_col_index(b, "policy"), pm = flushbench_col_index(b, "pmem2");
-	double start = wcb_now_ns();
+	double start = wct_now_ns();
 
 	for (unsigned si = 0; si < b->nsizes; si++) {
 		size_t size = b->sizes[si];
 		char sz[32];
 
-		if (!b->quiet && (wcb_now_ns() - start) > 1e9)
-			wcb_progress("wcbench flush: %s (%u of %u sizes), %.0f s", wcb_size_str(sz,
-			             sizeof(sz), size), si + 1, b->nsizes, (wcb_now_ns() - start) / 1e9);
+		if (!b->quiet && (wct_now_ns() - start) > 1e9)
+			wct_progress("wcbench flush: %s (%u of %u sizes), %.0f s", wct_size_str(sz,
+			             sizeof(sz), size), si + 1, b->nsizes, (wct_now_ns() - start) / 1e9);
 		for (unsigned ci = 0; ci < b->ncols; ci++)
 			for (unsigned m = 0; m < NMODES; m++) {
 				unsigned batch = m == MODE_FENCED ? 1 : b->batch;
@@ -526,7 +462,7 @@ static void measure(struct bench *b)
 		}
 	}
 	if (!b->quiet)
-		wcb_progress_done();
+		wct_progress_done();
 }
 
 int flushbench_col_of_kind(const struct bench *b, enum col_kind kind)

@@ -66,30 +66,10 @@ static const char *goal_text(enum goal g)
 	                       "spread: a tie)" : "NOT met";
 }
 
-static const char *ns_str(char *buf, size_t len, double ns)
-{
-	if (ns < 1e3)
-		snprintf(buf, len, "%.0fns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, len, "%.1fus", ns / 1e3);
-	else
-		snprintf(buf, len, "%.1fms", ns / 1e6);
-	return buf;
-}
-
 static const char *gran_name(enum pmem2_granularity g)
 {
 	return g == PMEM2_GRANULARITY_BYTE ? "BYTE" :
 	       g == PMEM2_GRANULARITY_CACHE_LINE ? "CACHE_LINE" : "PAGE";
-}
-
-static void policy_text(char *buf, size_t len, const struct wc_pmem_info *in)
-{
-	if (in->threshold == SIZE_MAX || strcmp(in->small_strategy, in->large_strategy) == 0)
-		snprintf(buf, len, "%s at every size", in->small_strategy);
-	else
-		snprintf(buf, len, "%s below %zu B, %s from %zu B", in->small_strategy,
-		         in->threshold, in->large_strategy, in->threshold);
 }
 
 void flushbench_print_table(const struct bench *b)
@@ -100,12 +80,12 @@ void flushbench_print_table(const struct bench *b)
 	struct verdict v[NMODES];
 
 	printf("wcbench flush: %s, region %s, granularity %s%s, median of %u runs, %.0f ms samples\n",
-	       b->path, wcb_size_str(s1, sizeof(s1), b->region), gran_name(b->gran),
+	       b->path, wct_size_str(s1, sizeof(s1), b->region), gran_name(b->gran),
 	       b->forced_gran ? " (PMEM2_FORCE_GRANULARITY set by wcbench)" : "", b->runs,
 	       b->time_ms);
 	printf("cpu: %s family 0x%x model 0x%x stepping %u, line %u B\n", cpu->vendor,
 	       cpu->family, cpu->model, cpu->stepping, cpu->line_size);
-	policy_text(text, sizeof(text), in);
+	wcb_policy_text(text, sizeof(text), in);
 	printf("policy: %s -- %s\n", text, in->reason);
 	for (unsigned m = 0; m < NMODES; m++) {
 		printf("\n%s: GB/s and time per copy\n", m == MODE_FENCED ? "fence after every copy" :
@@ -120,12 +100,12 @@ void flushbench_print_table(const struct bench *b)
 			printf(" %8s", "pol/bare");
 		printf("  best\n");
 		for (unsigned si = 0; si < b->nsizes; si++) {
-			printf("%-9s", wcb_size_str(s1, sizeof(s1), b->sizes[si]));
+			printf("%-9s", wct_size_str(s1, sizeof(s1), b->sizes[si]));
 			for (unsigned ci = 0; ci < b->ncols; ci++) {
 				double ns = b->median[si][ci][m];
 
 				printf(" %8.2f %8s", (double)b->sizes[si] / ns,
-				       ns_str(s2, sizeof(s2), ns));
+				       wcb_ns_str(s2, sizeof(s2), 1, ns));
 			}
 			printf("  %8.2f %9.2f", b->vs_best[si][m], b->vs_pmem2[si][m]);
 			if (flushbench_col_of_kind(b, COL_BARE) >= 0)
@@ -144,78 +124,89 @@ void flushbench_print_table(const struct bench *b)
 		printf("%s: policy/best >= %.2f (lowest at %s, upper quartile %.2f), "
 		       "policy/pmem2 >= %.2f (lowest at %s, upper quartile %.2f)\n",
 		       m == MODE_FENCED ? "fenced " : "batched", v[m].min_vs_best,
-		       wcb_size_str(s1, sizeof(s1), v[m].at_best), v[m].q3_best, v[m].min_vs_pmem2,
-		       wcb_size_str(s2, sizeof(s2), v[m].at_pmem2), v[m].q3_pmem2);
+		       wct_size_str(s1, sizeof(s1), v[m].at_best), v[m].q3_best, v[m].min_vs_pmem2,
+		       wct_size_str(s2, sizeof(s2), v[m].at_pmem2), v[m].q3_pmem2);
 	printf("goal (>= 0.95x best single strategy and >= 1.0x pmem2 at every size, both modes): %s\n",
 	       goal_text(flushbench_goal(v)));
 }
 
 void flushbench_print_json(const struct bench *b)
 {
-	const struct wc_pmem_info *in = &b->policy->info;
 	const struct wc_cpu *cpu = wc_cpu_get();
 	struct verdict v[NMODES];
 	static const char *modes[NMODES] = { "fenced", "batched" };
+	enum goal g;
+	struct wct_json j;
 
 	flushbench_judge(b, v);
-	printf("{\n  \"tool\": \"wcbench flush\",\n  \"path\": ");
-	wcb_json_str(stdout, b->path);
-	printf(",\n  \"region\": %llu,\n  \"granularity\": \"%s\",\n  \"granularity_forced\": %s,\n",
-	       (unsigned long long)b->region, gran_name(b->gran), b->forced_gran ? "true" : "false");
-	printf("  \"runs\": %u,\n  \"batch\": %u,\n  \"sample_ms\": %g,\n  \"dst_offset\": %u,\n",
-	       b->runs, b->batch, b->time_ms, b->dst_offset);
-	printf("  \"cpu\": {\"vendor\": ");
-	wcb_json_str(stdout, cpu->vendor);
-	printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"line_size\": %u, "
-	       "\"features\": %u},\n", cpu->family, cpu->model, cpu->stepping, cpu->line_size,
-	       cpu->features);
-	printf("  \"policy\": ");
-	wcb_json_policy(stdout, in);
-	printf(",\n  \"columns\": [");
-	for (unsigned ci = 0; ci < b->ncols; ci++) {
-		printf("%s", ci ? ", " : "");
-		wcb_json_str(stdout, b->col[ci].name);
-	}
-	printf("],\n  \"results\": [\n");
+	g = flushbench_goal(v);
+	wct_json_init(&j, stdout);
+	wct_json_object(&j, NULL, true);
+	wct_json_str(&j, "tool", "wcbench flush");
+	wct_json_str(&j, "path", b->path);
+	wct_json_u64(&j, "region", b->region);
+	wct_json_str(&j, "granularity", gran_name(b->gran));
+	wct_json_bool(&j, "granularity_forced", b->forced_gran);
+	wct_json_u64(&j, "runs", b->runs);
+	wct_json_u64(&j, "batch", b->batch);
+	wct_json_num(&j, "sample_ms", "%g", b->time_ms);
+	wct_json_u64(&j, "dst_offset", b->dst_offset);
+	wct_json_object(&j, "cpu", false);
+	wct_json_str(&j, "vendor", cpu->vendor);
+	wct_json_u64(&j, "family", cpu->family);
+	wct_json_u64(&j, "model", cpu->model);
+	wct_json_u64(&j, "stepping", cpu->stepping);
+	wct_json_u64(&j, "line_size", cpu->line_size);
+	wct_json_u64(&j, "features", cpu->features);
+	wct_json_end(&j);
+	wcb_json_policy(&j, "policy", &b->policy->info);
+	wct_json_array(&j, "columns", false);
+	for (unsigned ci = 0; ci < b->ncols; ci++)
+		wct_json_str(&j, NULL, b->col[ci].name);
+	wct_json_end(&j);
+	wct_json_array(&j, "results", true);
 	for (unsigned si = 0; si < b->nsizes; si++)
 		for (unsigned m = 0; m < NMODES; m++) {
-			printf("    {\"size\": %llu, \"mode\": \"%s\", \"ns_per_copy\": {",
-			       (unsigned long long)b->sizes[si], modes[m]);
-			for (unsigned ci = 0; ci < b->ncols; ci++) {
-				printf("%s", ci ? ", " : "");
-				wcb_json_str(stdout, b->col[ci].name);
-				printf(": %.2f", b->median[si][ci][m]);
-			}
-			printf("}, \"gbps\": {");
-			for (unsigned ci = 0; ci < b->ncols; ci++) {
-				printf("%s", ci ? ", " : "");
-				wcb_json_str(stdout, b->col[ci].name);
-				printf(": %.3f", (double)b->sizes[si] / b->median[si][ci][m]);
-			}
-			printf("}, \"best\": ");
-			wcb_json_str(stdout, b->col[b->best[si][m]].name);
-			printf(", \"policy_vs_best\": %.3f, \"policy_vs_best_q3\": %.3f, "
-			       "\"policy_vs_pmem2\": %.3f, \"policy_vs_pmem2_q3\": %.3f",
-			       b->vs_best[si][m], b->vs_best_q3[si][m], b->vs_pmem2[si][m],
-			       b->vs_pmem2_q3[si][m]);
+			wct_json_object(&j, NULL, false);
+			wct_json_u64(&j, "size", b->sizes[si]);
+			wct_json_str(&j, "mode", modes[m]);
+			wct_json_object(&j, "ns_per_copy", false);
+			for (unsigned ci = 0; ci < b->ncols; ci++)
+				wct_json_num(&j, b->col[ci].name, "%.2f", b->median[si][ci][m]);
+			wct_json_end(&j);
+			wct_json_object(&j, "gbps", false);
+			for (unsigned ci = 0; ci < b->ncols; ci++)
+				wct_json_num(&j, b->col[ci].name, "%.3f",
+				             (double)b->sizes[si] / b->median[si][ci][m]);
+			wct_json_end(&j);
+			wct_json_str(&j, "best", b->col[b->best[si][m]].name);
+			wct_json_num(&j, "policy_vs_best", "%.3f", b->vs_best[si][m]);
+			wct_json_num(&j, "policy_vs_best_q3", "%.3f", b->vs_best_q3[si][m]);
+			wct_json_num(&j, "policy_vs_pmem2", "%.3f", b->vs_pmem2[si][m]);
+			wct_json_num(&j, "policy_vs_pmem2_q3", "%.3f", b->vs_pmem2_q3[si][m]);
 			if (flushbench_col_of_kind(b, COL_BARE) >= 0)
-				printf(", \"policy_vs_bare\": %.3f", b->vs_bare[si][m]);
-			printf("}%s\n", si + 1 == b->nsizes && m + 1 == NMODES ? "" : ",");
+				wct_json_num(&j, "policy_vs_bare", "%.3f", b->vs_bare[si][m]);
+			wct_json_end(&j);
 		}
-	printf("  ],\n  \"summary\": {");
-	for (unsigned m = 0; m < NMODES; m++)
-		printf("\"%s\": {\"min_policy_vs_best\": %.3f, \"at\": %llu, "
-		       "\"min_policy_vs_pmem2\": %.3f, \"at_pmem2\": %llu}, ",
-		       modes[m], v[m].min_vs_best, (unsigned long long)v[m].at_best,
-		       v[m].min_vs_pmem2, (unsigned long long)v[m].at_pmem2);
-	printf("\"goal\": \"%s\"}\n}\n", flushbench_goal(v) == GOAL_MET ? "met" :
-	       flushbench_goal(v) == GOAL_TIE ? "tie" : "not met");
+	wct_json_end(&j);
+	wct_json_object(&j, "summary", false);
+	for (unsigned m = 0; m < NMODES; m++) {
+		wct_json_object(&j, modes[m], false);
+		wct_json_num(&j, "min_policy_vs_best", "%.3f", v[m].min_vs_best);
+		wct_json_u64(&j, "at", v[m].at_best);
+		wct_json_num(&j, "min_policy_vs_pmem2", "%.3f", v[m].min_vs_pmem2);
+		wct_json_u64(&j, "at_pmem2", v[m].at_pmem2);
+		wct_json_end(&j);
+	}
+	wct_json_str(&j, "goal", g == GOAL_MET ? "met" : g == GOAL_TIE ? "tie" : "not met");
+	wct_json_end(&j);
+	wct_json_end(&j);
 }
 
 int flushbench_plot(const struct bench *b)
 {
 	const char *gp = wcb_gnuplot();
-	char data[] = "/tmp/wcbench-flush-XXXXXX";
+	char data[64];
 	FILE *f;
 	int fd, ret;
 
@@ -225,11 +216,13 @@ int flushbench_plot(const struct bench *b)
 		        "gnuplot-nox): no plot written\n");
 		return -1;
 	}
-	fd = mkstemp(data);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+	fd = wct_scratch_temp("wcbench flush", data, sizeof(data), "/tmp", "wcbench-flush-", 0);
+	if (fd < 0)
+		return -1;
+	if (!(f = fdopen(fd, "w"))) {
 		fprintf(stderr, "wcbench flush: plot data file: %s\n", strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		close(fd);
+		unlink(data);
 		return -1;
 	}
 	for (unsigned m = 0; m < NMODES; m++) {

@@ -62,79 +62,37 @@ static void usage(FILE *f)
 	        "  --check            exit 1 unless the median open takes < 1 s\n"
 	        "  --json             machine-readable output on stdout\n"
 	        "  --quiet            no progress on stderr\n"
-	        "  --help\n");
+	        "  --help\n\n"
+	        WCT_SIZE_HELP WCT_PMEM_EMULATE_HELP);
 }
 
 static int parse_args(struct recover_bench *b, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "blocks", required_argument, NULL, 'n' },
-		{ "bs", required_argument, NULL, 'b' },
-		{ "runs", required_argument, NULL, 'r' },
-		{ "cache", required_argument, NULL, 'c' },
-		{ "origin", required_argument, NULL, 'g' },
-		{ "origin-size", required_argument, NULL, 'G' },
-		{ "options", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "keep", no_argument, NULL, 'k' },
-		{ "check", no_argument, NULL, 'K' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct wct_opt opts[] = {
+		WCT_OPT("blocks", WCT_U64, &b->blocks, 1, 1ull << 32),
+		WCT_OPT("bs", WCT_SIZE, &b->bs, 0, UINT64_MAX),
+		WCT_OPT("runs", WCT_UINT, &b->runs, 1, MAX_RUNS),
+		WCT_OPT_STR("cache", &b->cache_path),
+		WCT_OPT_STR("origin", &b->origin_path),
+		WCT_OPT("origin-size", WCT_SIZE, &b->origin_size, 0, UINT64_MAX),
+		WCT_OPT_STR("options", &b->options),
+		WCT_OPT_FLAG("force", &b->force),
+		WCT_OPT_FLAG("keep", &b->keep),
+		WCT_OPT_FLAG("check", &b->check),
+		WCT_OPT_FLAG("json", &b->json),
+		WCT_OPT_FLAG("quiet", &b->quiet),
+		WCT_OPT_END,
 	};
-	int c;
+	int ret;
 
 	b->blocks = 1000000;
 	b->bs = 512;
 	b->runs = 3;
 	b->cache_path = "/dev/shm/wcbench-recover.pmem";
 	b->origin_path = "/dev/shm/wcbench-recover.origin";
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-		case 'r': {
-			char *end;
-			unsigned long long v;
-
-			errno = 0;
-			v = strtoull(optarg, &end, 10);
-			if (errno || *end || end == optarg || *optarg == '-' || v < 1 ||
-			    v > (c == 'r' ? MAX_RUNS : 1ull << 32)) {
-				fprintf(stderr, "wcbench recover: --%s %s: out of range\n",
-				        c == 'r' ? "runs" : "blocks", optarg);
-				return 2;
-			}
-			if (c == 'r')
-				b->runs = (unsigned)v;
-			else
-				b->blocks = v;
-			break;
-		}
-		case 'b':
-		case 'G':
-			if (wcb_parse_size(optarg, c == 'b' ? &b->bs : &b->origin_size) != 0) {
-				fprintf(stderr, "wcbench recover: %s: not a size\n", optarg);
-				return 2;
-			}
-			break;
-		case 'c': b->cache_path = optarg; break;
-		case 'g': b->origin_path = optarg; break;
-		case 'o': b->options = optarg; break;
-		case 'f': b->force = true; break;
-		case 'k': b->keep = true; break;
-		case 'K': b->check = true; break;
-		case 'j': b->json = true; break;
-		case 'q': b->quiet = true; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "wcbench recover: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	ret = wct_opts_parse("wcbench recover", opts, argc, argv, usage, false);
+	if (ret)
+		return ret;
 	if (b->bs < WC_MIN_BLOCK || b->bs > WC_MAX_BLOCK || (b->bs & (b->bs - 1))) {
 		fprintf(stderr, "wcbench recover: --bs %llu: a power of two in %u..%u\n",
 		        (unsigned long long)b->bs, WC_MIN_BLOCK, WC_MAX_BLOCK);
@@ -150,39 +108,16 @@ static int parse_args(struct recover_bench *b, int argc, char **argv)
 	return 0;
 }
 
-/* Create a regular file of `size` bytes (sparse) that we remove afterwards. */
-static int make_file(struct recover_bench *b, const char *path, uint64_t size, bool *ours,
-                     unsigned slot)
+/* A regular file of `size` bytes (sparse) that we remove afterwards. */
+static int make_file(struct recover_bench *b, const char *path, uint64_t size, bool *ours)
 {
-	struct stat st;
 	int fd;
 
-	*ours = false;
-	if (stat(path, &st) == 0) {
-		if (!S_ISREG(st.st_mode)) {
-			fprintf(stderr, "wcbench recover: %s is not a regular file\n", path);
-			return -1;
-		}
-		if (!b->force) {
-			fprintf(stderr, "wcbench recover: %s exists; pass --force to overwrite it\n",
-			        path);
-			return -1;
-		}
-		unlink(path);
-	}
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0) {
-		fprintf(stderr, "wcbench recover: create %s: %s\n", path, strerror(errno));
+	if (wct_scratch_claim("wcbench recover", path, b->force, false, ours))
 		return -1;
-	}
-	*ours = true;
-	wcb_scratch_add(path);
-	if (ftruncate(fd, (off_t)size) != 0) {
-		fprintf(stderr, "wcbench recover: size %s to %llu: %s\n", path,
-		        (unsigned long long)size, strerror(errno));
-		close(fd);
+	fd = wct_scratch_create("wcbench recover", path, size);
+	if (fd < 0)
 		return -1;
-	}
 	close(fd);
 	return 0;
 }
@@ -232,7 +167,7 @@ static int fill(struct recover_bench *b)
 		return -1;
 	}
 	memset(buf, 0xa5, per * b->bs);
-	t0 = wcb_now_ns();
+	t0 = wct_now_ns();
 	while (done < b->blocks) {
 		uint64_t n = b->blocks - done < per ? b->blocks - done : per;
 		ssize_t r;
@@ -245,17 +180,17 @@ static int fill(struct recover_bench *b)
 			break;
 		}
 		done += n;
-		if (!b->quiet && wcb_now_ns() - t0 > 2e9 && done % (per * 64) == 0)
-			wcb_progress("wcbench recover: filled %llu of %llu blocks",
+		if (!b->quiet && wct_now_ns() - t0 > 2e9 && done % (per * 64) == 0)
+			wct_progress("wcbench recover: filled %llu of %llu blocks",
 			             (unsigned long long)done, (unsigned long long)b->blocks);
 	}
 	if (!b->quiet)
-		wcb_progress_done();
+		wct_progress_done();
 	free(buf);
 	ret = done == b->blocks ? wc_flush(c) : -1;
 	if (done == b->blocks && ret)
 		fprintf(stderr, "wcbench recover: flush after fill: %s\n", wc_errmsg());
-	b->fill_ns = wcb_now_ns() - t0;
+	b->fill_ns = wct_now_ns() - t0;
 	if (!ret && wc_get_stats(c, &b->st) == 0 &&
 	    (b->st.blocks != b->blocks || b->st.dirty_blocks != b->blocks)) {
 		fprintf(stderr, "wcbench recover: after the fill the cache has %llu blocks, %llu "
@@ -318,10 +253,10 @@ static int measure(struct recover_bench *b)
 	cfg.cache_size = 0;
 	for (unsigned r = 0; r < b->runs; r++) {
 		wc_cache *c;
-		double t0 = wcb_now_ns(), t1;
+		double t0 = wct_now_ns(), t1;
 		int ret = wc_open(&c, b->cache_path, b->origin_path, &cfg);
 
-		t1 = wcb_now_ns();
+		t1 = wct_now_ns();
 		if (ret) {
 			fprintf(stderr, "wcbench recover: wc_open: %s\n", wc_errmsg());
 			return -1;
@@ -331,19 +266,19 @@ static int measure(struct recover_bench *b)
 			wc_close(c);
 			return -1;
 		}
-		t0 = wcb_now_ns();
+		t0 = wct_now_ns();
 		ret = wc_close(c);
-		b->close_ns[r] = wcb_now_ns() - t0;
+		b->close_ns[r] = wct_now_ns() - t0;
 		if (ret) {
 			fprintf(stderr, "wcbench recover: wc_close: %s\n", wc_errmsg());
 			return -1;
 		}
 		if (!b->quiet && b->runs > 1)
-			wcb_progress("wcbench recover: open %u of %u: %.1f ms", r + 1, b->runs,
+			wct_progress("wcbench recover: open %u of %u: %.1f ms", r + 1, b->runs,
 			             b->open_ns[r] / 1e6);
 	}
 	if (!b->quiet)
-		wcb_progress_done();
+		wct_progress_done();
 	{
 		double tmp[MAX_RUNS];
 
@@ -361,24 +296,34 @@ static void report(const struct recover_bench *b)
 	bool met = b->open_med < 1e9;
 
 	if (b->json) {
-		printf("{\n  \"tool\": \"wcbench recover\",\n  \"blocks\": %llu,\n  \"block_size\": %llu,\n"
-		       "  \"cache_bytes\": %llu,\n  \"fill_s\": %.3f,\n  \"runs\": %u,\n  \"open_ms\": [",
-		       (unsigned long long)b->blocks, (unsigned long long)b->bs,
-		       (unsigned long long)b->cache_size, b->fill_ns / 1e9, b->runs);
+		struct wct_json j;
+
+		wct_json_init(&j, stdout);
+		wct_json_object(&j, NULL, true);
+		wct_json_str(&j, "tool", "wcbench recover");
+		wct_json_u64(&j, "blocks", b->blocks);
+		wct_json_u64(&j, "block_size", b->bs);
+		wct_json_u64(&j, "cache_bytes", b->cache_size);
+		wct_json_num(&j, "fill_s", "%.3f", b->fill_ns / 1e9);
+		wct_json_u64(&j, "runs", b->runs);
+		wct_json_array(&j, "open_ms", false);
 		for (unsigned r = 0; r < b->runs; r++)
-			printf("%s%.3f", r ? ", " : "", b->open_ns[r] / 1e6);
-		printf("],\n  \"open_ms_median\": %.3f,\n  \"close_ms_median\": %.3f,\n"
-		       "  \"blocks_per_s\": %.0f,\n  \"dram_bytes\": %llu,\n  \"goal_met\": %s\n}\n",
-		       b->open_med / 1e6, b->close_med / 1e6, (double)b->blocks * 1e9 / b->open_med,
-		       (unsigned long long)b->st.dram_bytes, met ? "true" : "false");
+			wct_json_num(&j, NULL, "%.3f", b->open_ns[r] / 1e6);
+		wct_json_end(&j);
+		wct_json_num(&j, "open_ms_median", "%.3f", b->open_med / 1e6);
+		wct_json_num(&j, "close_ms_median", "%.3f", b->close_med / 1e6);
+		wct_json_num(&j, "blocks_per_s", "%.0f", (double)b->blocks * 1e9 / b->open_med);
+		wct_json_u64(&j, "dram_bytes", b->st.dram_bytes);
+		wct_json_bool(&j, "goal_met", met);
+		wct_json_end(&j);
 		return;
 	}
 	printf("wcbench recover: %llu blocks of %llu B, cache file %s (%s), origin %s\n",
 	       (unsigned long long)b->blocks, (unsigned long long)b->bs, b->cache_path,
-	       wcb_size_str(s1, sizeof(s1), b->cache_size), b->origin_path);
+	       wct_size_str(s1, sizeof(s1), b->cache_size), b->origin_path);
 	printf("fill: %.2f s (%.0f blocks/s through wc_write, then wc_flush); DRAM metadata %s\n",
 	       b->fill_ns / 1e9, (double)b->blocks * 1e9 / b->fill_ns,
-	       wcb_size_str(s2, sizeof(s2), b->st.dram_bytes));
+	       wct_size_str(s2, sizeof(s2), b->st.dram_bytes));
 	printf("wc_open (recovery), %u run%s:", b->runs, b->runs > 1 ? "s" : "");
 	for (unsigned r = 0; r < b->runs; r++)
 		printf(" %.1f ms", b->open_ns[r] / 1e6);
@@ -399,22 +344,21 @@ int wcbench_recover(int argc, char **argv)
 	ret = parse_args(&b, argc, argv);
 	if (ret)
 		return ret;
-	if (!getenv("PMEM2_FORCE_GRANULARITY"))
-		setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 1);
+	wct_pmem_emulate();
 	if (wc_layout_for_blocks(&l, b.blocks, (uint32_t)b.bs) != 0) {
 		fprintf(stderr, "wcbench recover: %s\n", wc_errmsg());
 		return 2;
 	}
 	b.cache_size = l.bytes_used;
 	/* wc_create makes the cache file (cache_size); we only claim the path. */
-	if (make_file(&b, b.origin_path, b.origin_size, &b.origin_ours, 0) ||
-	    make_file(&b, b.cache_path, 0, &b.cache_ours, 1))
+	if (make_file(&b, b.origin_path, b.origin_size, &b.origin_ours) ||
+	    make_file(&b, b.cache_path, 0, &b.cache_ours))
 		goto out;
 	if (fill(&b) || measure(&b))
 		goto out;
 	report(&b);
 	status = b.check && b.open_med >= 1e9 ? 1 : 0;
 out:
-	wcb_scratch_release(b.keep);
+	wct_scratch_release(b.keep);
 	return status;
 }

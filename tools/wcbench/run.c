@@ -50,7 +50,8 @@
 #include "run.h"
 #include "wcbench.h"
 
-static const char *const workload_names[] = { "randwrite", "seqwrite", "randread", "randrw" };
+static const char *const workload_names[] = { "randwrite", "seqwrite", "randread", "randrw",
+                                              NULL };
 
 const char *run_workload_name(enum workload wl)
 {
@@ -97,71 +98,43 @@ static void usage(FILE *f)
 	        "  --json             machine-readable output on stdout\n"
 	        "  --quiet            no progress on stderr\n"
 	        "  --help\n\n"
-	        "Without PMEM2_FORCE_GRANULARITY, wcbench sets it to CACHE_LINE so a /dev/shm\n"
-	        "file runs the real flush code (on DRAM: not power-fail safe).\n");
-}
-
-static int parse_uint_opt(const char *name, const char *s, unsigned long long lo,
-                          unsigned long long hi, unsigned long long *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || v < lo || v > hi) {
-		fprintf(stderr, "wcbench run: --%s %s: expected an integer in %llu..%llu\n", name, s,
-		        lo, hi);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-static int parse_size_opt(const char *name, const char *s, uint64_t *out)
-{
-	if (wcb_parse_size(s, out) != 0 || *out == 0) {
-		fprintf(stderr, "wcbench run: --%s %s: not a size (e.g. 4096, 4K, 256M, 1G)\n",
-		        name, s);
-		return -1;
-	}
-	return 0;
+	        WCT_SIZE_HELP WCT_PMEM_EMULATE_HELP);
 }
 
 static int parse_args(struct run_opts *o, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "workload", required_argument, NULL, 'w' },
-		{ "read-pct", required_argument, NULL, 'R' },
-		{ "bs", required_argument, NULL, 'b' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "scaling", no_argument, NULL, 'S' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "ops", required_argument, NULL, 'n' },
-		{ "runs", required_argument, NULL, 'r' },
-		{ "working-set", required_argument, NULL, 'W' },
-		{ "flush-every", required_argument, NULL, 'F' },
-		{ "fua", no_argument, NULL, 'U' },
-		{ "options", required_argument, NULL, 'o' },
-		{ "cache", required_argument, NULL, 'c' },
-		{ "cache-size", required_argument, NULL, 'C' },
-		{ "origin", required_argument, NULL, 'g' },
-		{ "origin-size", required_argument, NULL, 'G' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "keep", no_argument, NULL, 'k' },
-		{ "no-prefill", no_argument, NULL, 'P' },
-		{ "no-floor", no_argument, NULL, 'N' },
-		{ "no-lock-floor", no_argument, NULL, 'L' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "check", no_argument, NULL, 'K' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	bool read_pct_set = false, duration_set = false;
+	const struct wct_opt opts[] = {
+		WCT_OPT_CHOICE("workload", &o->wl, workload_names),
+		{ .name = "read-pct", .kind = WCT_UINT, .dst = &o->read_pct, .max = 100,
+		  .given = &read_pct_set },
+		WCT_OPT("bs", WCT_SIZE, &o->bs, 1, UINT64_MAX),
+		WCT_OPT("threads", WCT_UINT, &o->threads, 1, RUN_MAX_THREADS),
+		WCT_OPT_FLAG("scaling", &o->scaling),
+		{ .name = "duration", .kind = WCT_DOUBLE, .dst = &o->duration_s, .max = 3600,
+		  .given = &duration_set },
+		WCT_OPT("ops", WCT_U64, &o->ops, 1, 1ull << 40),
+		WCT_OPT("runs", WCT_UINT, &o->runs, 1, RUN_MAX_ROUNDS),
+		WCT_OPT("working-set", WCT_SIZE, &o->working_set, 1, UINT64_MAX),
+		WCT_OPT("flush-every", WCT_U64, &o->flush_every, 1, 1ull << 32),
+		WCT_OPT_FLAG("fua", &o->fua),
+		WCT_OPT_STR("options", &o->options),
+		WCT_OPT_STR("cache", &o->cache_path),
+		WCT_OPT("cache-size", WCT_SIZE, &o->cache_size, 1, UINT64_MAX),
+		WCT_OPT_STR("origin", &o->origin_path),
+		WCT_OPT("origin-size", WCT_SIZE, &o->origin_size, 1, UINT64_MAX),
+		WCT_OPT_FLAG("force", &o->force),
+		WCT_OPT_FLAG("keep", &o->keep),
+		WCT_OPT_FLAG("no-prefill", &o->no_prefill),
+		WCT_OPT_FLAG("no-floor", &o->no_floor),
+		WCT_OPT_FLAG("no-lock-floor", &o->no_lock_floor),
+		WCT_OPT("seed", WCT_U64, &o->seed, 0, UINT64_MAX),
+		WCT_OPT_FLAG("check", &o->check),
+		WCT_OPT_FLAG("json", &o->json),
+		WCT_OPT_FLAG("quiet", &o->quiet),
+		WCT_OPT_END,
 	};
-	unsigned long long v;
-	bool read_pct_set = false;
-	int c;
+	int ret;
 
 	memset(o, 0, sizeof(*o));
 	o->wl = WL_RANDWRITE;
@@ -175,101 +148,11 @@ static int parse_args(struct run_opts *o, int argc, char **argv)
 	o->cache_size = 1ull << 30;
 	o->origin_size = 4ull << 30;
 	o->seed = 1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'w': {
-			unsigned i;
-
-			for (i = 0; i < WL_COUNT; i++)
-				if (strcmp(optarg, workload_names[i]) == 0)
-					break;
-			if (i == WL_COUNT) {
-				fprintf(stderr, "wcbench run: --workload %s: expected randwrite, "
-				        "seqwrite, randread or randrw\n", optarg);
-				return 2;
-			}
-			o->wl = (enum workload)i;
-			break;
-		}
-		case 'R':
-			if (parse_uint_opt("read-pct", optarg, 0, 100, &v))
-				return 2;
-			o->read_pct = (unsigned)v;
-			read_pct_set = true;
-			break;
-		case 'b':
-			if (parse_size_opt("bs", optarg, &o->bs))
-				return 2;
-			break;
-		case 't':
-			if (parse_uint_opt("threads", optarg, 1, RUN_MAX_THREADS, &v))
-				return 2;
-			o->threads = (unsigned)v;
-			break;
-		case 'S': o->scaling = true; break;
-		case 'd': {
-			char *end;
-
-			o->duration_s = strtod(optarg, &end);
-			if (*end || end == optarg || !(o->duration_s > 0 && o->duration_s <= 3600)) {
-				fprintf(stderr, "wcbench run: --duration %s: expected 0 < seconds <= 3600\n",
-				        optarg);
-				return 2;
-			}
-			o->ops = 0;
-			break;
-		}
-		case 'n':
-			if (parse_uint_opt("ops", optarg, 1, 1ull << 40, &v))
-				return 2;
-			o->ops = v;
-			break;
-		case 'r':
-			if (parse_uint_opt("runs", optarg, 1, RUN_MAX_ROUNDS, &v))
-				return 2;
-			o->runs = (unsigned)v;
-			break;
-		case 'W':
-			if (parse_size_opt("working-set", optarg, &o->working_set))
-				return 2;
-			break;
-		case 'F':
-			if (parse_uint_opt("flush-every", optarg, 1, 1ull << 32, &v))
-				return 2;
-			o->flush_every = v;
-			break;
-		case 'U': o->fua = true; break;
-		case 'o': o->options = optarg; break;
-		case 'c': o->cache_path = optarg; break;
-		case 'C':
-			if (parse_size_opt("cache-size", optarg, &o->cache_size))
-				return 2;
-			break;
-		case 'g': o->origin_path = optarg; break;
-		case 'G':
-			if (parse_size_opt("origin-size", optarg, &o->origin_size))
-				return 2;
-			break;
-		case 'f': o->force = true; break;
-		case 'k': o->keep = true; break;
-		case 'P': o->no_prefill = true; break;
-		case 'N': o->no_floor = true; break;
-		case 'L': o->no_lock_floor = true; break;
-		case 's':
-			if (parse_uint_opt("seed", optarg, 0, UINT64_MAX, &v))
-				return 2;
-			o->seed = v;
-			break;
-		case 'K': o->check = true; break;
-		case 'j': o->json = true; break;
-		case 'q': o->quiet = true; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "wcbench run: unexpected argument '%s'\n", argv[optind]);
+	ret = wct_opts_parse("wcbench run", opts, argc, argv, usage, false);
+	if (ret)
+		return ret;
+	if (duration_set && o->ops) {
+		fprintf(stderr, "wcbench run: --duration and --ops exclude each other\n");
 		return 2;
 	}
 	if (read_pct_set && o->wl != WL_RANDRW) {
@@ -298,48 +181,17 @@ static int parse_args(struct run_opts *o, int argc, char **argv)
 
 /* ------------------------------------------------------------- set-up */
 
-/* A regular file that does not exist yet is ours to create and remove;
- * an existing one is only overwritten with --force; a device is used as is. */
-static int claim_path(struct run_ctx *x, const char *path, bool *ours, unsigned slot)
-{
-	struct stat st;
-
-	*ours = false;
-	if (stat(path, &st) == 0) {
-		if (!S_ISREG(st.st_mode))
-			return 0;
-		if (!x->o.force) {
-			fprintf(stderr, "wcbench run: %s exists; pass --force to overwrite it, or "
-			        "choose another path\n", path);
-			return -1;
-		}
-		if (unlink(path) != 0) {
-			fprintf(stderr, "wcbench run: remove %s: %s\n", path, strerror(errno));
-			return -1;
-		}
-	} else if (errno != ENOENT) {
-		fprintf(stderr, "wcbench run: stat %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	*ours = true;
-	wcb_scratch_add(path);
-	return 0;
-}
-
+/* A sparse origin, when its path was ours to claim (a device is used as it
+ * is). */
 static int make_origin(struct run_ctx *x)
 {
 	int fd;
 
 	if (!x->origin_ours)
 		return 0;
-	fd = open(x->o.origin_path, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0 || ftruncate(fd, (off_t)x->o.origin_size) != 0) {
-		fprintf(stderr, "wcbench run: create origin %s of %llu bytes: %s\n", x->o.origin_path,
-		        (unsigned long long)x->o.origin_size, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	fd = wct_scratch_create("wcbench run", x->o.origin_path, x->o.origin_size);
+	if (fd < 0)
 		return -1;
-	}
 	close(fd);
 	return 0;
 }
@@ -409,17 +261,15 @@ static int open_cache(struct run_ctx *x)
  * cache's data area (the same memory type as the cache file), faulted in. */
 static int map_floor(struct run_ctx *x)
 {
-	char path[] = "/dev/shm/wcbench-floor-XXXXXX";
+	char path[64];
 	int fd;
 
 	x->floor_len = x->c->layout.n_blocks * (uint64_t)x->bs_cache;
 	if (x->floor_len < x->o.bs)
 		x->floor_len = x->o.bs;
-	fd = mkstemp(path);
-	if (fd < 0) {
-		fprintf(stderr, "wcbench run: floor region %s: %s\n", path, strerror(errno));
+	fd = wct_scratch_temp("wcbench run", path, sizeof(path), "/dev/shm", "wcbench-floor-", 0);
+	if (fd < 0)
 		return -1;
-	}
 	unlink(path); /* the mapping keeps it alive; nothing to clean up */
 	if (posix_fallocate(fd, 0, (off_t)x->floor_len) != 0) {
 		fprintf(stderr, "wcbench run: floor region of %llu bytes in /dev/shm: no space\n",
@@ -444,7 +294,7 @@ static int prefill(struct run_ctx *x)
 {
 	uint64_t chunk = 1u << 20, ws = x->slots * x->o.bs;
 	char *buf;
-	double t0 = wcb_now_ns();
+	double t0 = wct_now_ns();
 
 	chunk -= chunk % x->o.bs;
 	if (!chunk)
@@ -465,8 +315,8 @@ static int prefill(struct run_ctx *x)
 			free(buf);
 			return -1;
 		}
-		if (!x->o.quiet && wcb_now_ns() - t0 > 2e9)
-			wcb_progress("wcbench run: prefill %llu%%",
+		if (!x->o.quiet && wct_now_ns() - t0 > 2e9)
+			wct_progress("wcbench run: prefill %llu%%",
 			             (unsigned long long)(off * 100 / ws));
 	}
 	free(buf);
@@ -474,8 +324,8 @@ static int prefill(struct run_ctx *x)
 		fprintf(stderr, "wcbench run: prefill flush: %s\n", wc_errmsg());
 		return -1;
 	}
-	if (!x->o.quiet && wcb_now_ns() - t0 > 2e9)
-		wcb_progress_done();
+	if (!x->o.quiet && wct_now_ns() - t0 > 2e9)
+		wct_progress_done();
 	return 0;
 }
 
@@ -535,7 +385,7 @@ static int measure_floors(struct run_ctx *x, struct run_config *cfg, unsigned r,
  */
 static int measure(struct run_ctx *x)
 {
-	double t0 = wcb_now_ns();
+	double t0 = wct_now_ns();
 
 	for (unsigned r = 0; r < x->o.runs; r++) {
 		for (unsigned k = 0; k < x->nconfigs; k++) {
@@ -544,9 +394,9 @@ static int measure(struct run_ctx *x)
 			bool floors_first = (r & 1) && !x->o.no_floor;
 
 			if (!x->o.quiet && (x->o.runs * x->nconfigs > 1))
-				wcb_progress("wcbench run: round %u of %u, %u thread%s, %.0f s", r + 1,
+				wct_progress("wcbench run: round %u of %u, %u thread%s, %.0f s", r + 1,
 				             x->o.runs, cfg->threads, cfg->threads > 1 ? "s" : "",
-				             (wcb_now_ns() - t0) / 1e9);
+				             (wct_now_ns() - t0) / 1e9);
 			if (floors_first && measure_floors(x, cfg, r, &fr, &lr) != 0)
 				return -1;
 			if (cache_phase(x, cfg, r, &cr) != 0)
@@ -573,7 +423,7 @@ static int measure(struct run_ctx *x)
 		}
 	}
 	if (!x->o.quiet)
-		wcb_progress_done();
+		wct_progress_done();
 	return 0;
 }
 
@@ -680,10 +530,7 @@ int wcbench_run(int argc, char **argv)
 		free(x);
 		return ret;
 	}
-	if (!getenv("PMEM2_FORCE_GRANULARITY")) {
-		setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 1);
-		x->forced_gran = true;
-	}
+	x->forced_gran = wct_pmem_emulate();
 	x->nconfigs = x->o.scaling ? 2 : 1;
 	x->configs[0].threads = x->o.scaling ? 1 : x->o.threads;
 	x->configs[1].threads = 2;
@@ -692,8 +539,9 @@ int wcbench_run(int argc, char **argv)
 		wcb_hist_clear(&x->configs[k].floor_hist);
 		wcb_hist_clear(&x->configs[k].lock_hist);
 	}
-	if (claim_path(x, x->o.origin_path, &x->origin_ours, 0) ||
-	    claim_path(x, x->o.cache_path, &x->cache_ours, 1) || make_origin(x) ||
+	if (wct_scratch_claim("wcbench run", x->o.origin_path, x->o.force, true, &x->origin_ours) ||
+	    wct_scratch_claim("wcbench run", x->o.cache_path, x->o.force, true, &x->cache_ours) ||
+	    make_origin(x) ||
 	    open_cache(x))
 		goto out;
 	if (!x->o.keep) {
@@ -703,8 +551,8 @@ int wcbench_run(int argc, char **argv)
 			unlink(x->o.cache_path);
 		if (x->origin_ours)
 			unlink(x->o.origin_path);
-		wcb_scratch_forget(x->o.cache_path);
-		wcb_scratch_forget(x->o.origin_path);
+		wct_scratch_forget(x->o.cache_path);
+		wct_scratch_forget(x->o.origin_path);
 	}
 	if ((!x->o.no_floor && map_floor(x)) || (!x->o.no_prefill && prefill(x)))
 		goto out;
@@ -737,7 +585,7 @@ out:
 	}
 	if (x->floor)
 		munmap(x->floor, x->floor_len);
-	wcb_scratch_release(x->o.keep);
+	wct_scratch_release(x->o.keep);
 	free(x);
 	return status;
 }

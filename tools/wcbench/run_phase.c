@@ -317,7 +317,7 @@ static void wait_duration(struct phase *ph)
 		t = now_ns();
 		if (!x->o.quiet && x->o.duration_s >= 3 && t - last >= 1000000000u) {
 			last = t;
-			wcb_progress("wcbench run: %s, %u thread%s: %.0f of %.0f s, %.0f IOPS so far",
+			wct_progress("wcbench run: %s, %u thread%s: %.0f of %.0f s, %.0f IOPS so far",
 			             ph->kind == PHASE_CACHE ? "cache" : "floor", ph->threads,
 			             ph->threads > 1 ? "s" : "", (t - t0) / 1e9, x->o.duration_s,
 			             ops_done(ph) * 1e9 / (double)(t - t0));

@@ -131,115 +131,51 @@ static void usage(FILE *f)
 	        "  --json              machine-readable output on stdout\n"
 	        "  --quiet             no progress on stderr\n"
 	        "  --help\n\n"
-	        "Without PMEM2_FORCE_GRANULARITY, wcbench sets it to CACHE_LINE so a /dev/shm\n"
-	        "cache runs the real flush code (on DRAM: not power-fail safe).\n");
-}
-
-static int parse_uint_opt(const char *name, const char *arg, unsigned lo, unsigned hi, unsigned *out)
-{
-	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
-
-	if (end == arg || *end || v < lo || v > hi) {
-		fprintf(stderr, "wcbench writeback: --%s %s: expected %u..%u\n", name, arg, lo, hi);
-		return 2;
-	}
-	*out = (unsigned)v;
-	return 0;
+	        WCT_SIZE_HELP WCT_PMEM_EMULATE_HELP);
 }
 
 static int parse_args(struct bench *b, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "cache", required_argument, NULL, 'c' },
-		{ "origin", required_argument, NULL, 'o' },
-		{ "cache-size", required_argument, NULL, 's' },
-		{ "working-set", required_argument, NULL, 'w' },
-		{ "block-size", required_argument, NULL, 'b' },
-		{ "pattern", required_argument, NULL, 'p' },
-		{ "runs", required_argument, NULL, 'r' },
-		{ "options", required_argument, NULL, 'O' },
-		{ "raw-qd", required_argument, NULL, 'Q' },
-		{ "raw-io", required_argument, NULL, 'I' },
-		{ "flush-delay-us", required_argument, NULL, 'F' },
-		{ "no-latency", no_argument, NULL, 'L' },
-		{ "keep", no_argument, NULL, 'k' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	static const char *const patterns[] = { "seq", "rand", "both", NULL };
 	struct opts *o = &b->o;
-	uint64_t v;
-	int c;
+	uint64_t block_size = 4096;
+	unsigned pattern = 2;
+	const struct wct_opt opts[] = {
+		WCT_OPT_STR("cache", &o->cache_path),
+		WCT_OPT_STR("origin", &o->origin_path),
+		WCT_OPT("cache-size", WCT_SIZE, &o->cache_size, 1, UINT64_MAX),
+		WCT_OPT("working-set", WCT_SIZE, &o->working_set, 1, UINT64_MAX),
+		WCT_OPT("block-size", WCT_SIZE, &block_size, 1, 65536),
+		WCT_OPT_CHOICE("pattern", &pattern, patterns),
+		WCT_OPT("runs", WCT_UINT, &o->runs, 1, WB_MAX_RUNS),
+		WCT_OPT_STR("options", &o->config),
+		WCT_OPT("raw-qd", WCT_UINT, &o->raw_qd, 1, 65536),
+		WCT_OPT("raw-io", WCT_SIZE, &o->raw_io, 1, UINT64_MAX),
+		WCT_OPT("flush-delay-us", WCT_UINT, &o->flush_delay_us, 0, 1000000),
+		WCT_OPT_FLAG("no-latency", &o->no_latency),
+		WCT_OPT_FLAG("keep", &o->keep),
+		WCT_OPT_FLAG("json", &o->json),
+		WCT_OPT_FLAG("quiet", &o->quiet),
+		WCT_OPT_END,
+	};
+	int ret;
 
 	o->cache_path = "/dev/shm/wcbench-wb.pmem";
 	o->origin_path = "/dev/shm/wcbench-wb.origin";
 	o->cache_size = 256u << 20;
 	o->working_set = 1u << 30;
-	o->block_size = 4096;
 	o->runs = 3;
-	o->patterns[PAT_SEQ] = o->patterns[PAT_RAND] = true;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c': o->cache_path = optarg; break;
-		case 'o': o->origin_path = optarg; break;
-		case 's':
-		case 'w':
-		case 'b':
-		case 'I':
-			if (wcb_parse_size(optarg, &v) != 0 || v == 0) {
-				fprintf(stderr, "wcbench writeback: %s: not a size\n", optarg);
-				return 2;
-			}
-			if (c == 's')
-				o->cache_size = v;
-			else if (c == 'w')
-				o->working_set = v;
-			else if (c == 'I')
-				o->raw_io = v;
-			else if (v > 65536 || (v & (v - 1))) {
-				fprintf(stderr, "wcbench writeback: --block-size %s: a power of two <= 64K\n",
-				        optarg);
-				return 2;
-			} else {
-				o->block_size = (uint32_t)v;
-			}
-			break;
-		case 'p':
-			o->patterns[PAT_SEQ] = !strcmp(optarg, "seq") || !strcmp(optarg, "both");
-			o->patterns[PAT_RAND] = !strcmp(optarg, "rand") || !strcmp(optarg, "both");
-			if (!o->patterns[PAT_SEQ] && !o->patterns[PAT_RAND]) {
-				fprintf(stderr, "wcbench writeback: --pattern %s: seq, rand or both\n", optarg);
-				return 2;
-			}
-			break;
-		case 'r':
-			if (parse_uint_opt("runs", optarg, 1, WB_MAX_RUNS, &o->runs))
-				return 2;
-			break;
-		case 'Q':
-			if (parse_uint_opt("raw-qd", optarg, 1, 65536, &o->raw_qd))
-				return 2;
-			break;
-		case 'F':
-			if (parse_uint_opt("flush-delay-us", optarg, 0, 1000000, &o->flush_delay_us))
-				return 2;
-			break;
-		case 'O': o->config = optarg; break;
-		case 'L': o->no_latency = true; break;
-		case 'k': o->keep = true; break;
-		case 'j': o->json = true; break;
-		case 'q': o->quiet = true; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "wcbench writeback: unexpected argument '%s'\n", argv[optind]);
+	ret = wct_opts_parse("wcbench writeback", opts, argc, argv, usage, false);
+	if (ret)
+		return ret;
+	if (block_size & (block_size - 1)) {
+		fprintf(stderr, "wcbench writeback: --block-size %llu: a power of two <= 64K\n",
+		        (unsigned long long)block_size);
 		return 2;
 	}
+	o->block_size = (uint32_t)block_size;
+	o->patterns[PAT_SEQ] = pattern != PAT_RAND;
+	o->patterns[PAT_RAND] = pattern != PAT_SEQ;
 	if (o->working_set % o->block_size || o->working_set <= o->cache_size) {
 		fprintf(stderr, "wcbench writeback: --working-set must be a multiple of the block size "
 		        "and larger than --cache-size\n");
@@ -280,7 +216,7 @@ static int prepare_origin(struct bench *b)
 	if (have >= b->o.working_set)
 		return 0;
 	if (b->made_origin)
-		wcb_scratch_add(path);
+		wct_scratch_add(path);
 	fd = open(path, O_RDWR | O_CREAT, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "wcbench writeback: %s: %s\n", path, strerror(errno));
@@ -292,7 +228,7 @@ static int prepare_origin(struct bench *b)
 		return -1;
 	}
 	if (!b->o.quiet)
-		wcb_progress("writing the origin %s once (zeros)", path);
+		wct_progress("writing the origin %s once (zeros)", path);
 	for (uint64_t off = have; off < b->o.working_set;) {
 		size_t n = b->o.working_set - off < (1u << 20) ? (size_t)(b->o.working_set - off) : 1u << 20;
 		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
@@ -445,7 +381,7 @@ static int open_cache(struct bench *b, wc_cache **out, const char *extra)
 		if (!b->made_cache && access(b->o.cache_path, F_OK) != 0)
 			b->made_cache = true;
 		if (b->made_cache)
-			wcb_scratch_add(b->o.cache_path);
+			wct_scratch_add(b->o.cache_path);
 		unlink(b->o.cache_path); /* wc_create refuses a valid cache */
 	}
 	if (b->o.flush_delay_us)
@@ -552,17 +488,17 @@ static int measure_cache(struct bench *b, enum pattern p, struct sample *s)
 	if (ret)
 		return ret;
 	wc_get_stats(c, &st0);
-	t0 = wcb_now_ns();
+	t0 = wct_now_ns();
 	for (uint64_t i = 0; i < b->nblocks && !ret; i++)
 		ret = write_block(b, c, block_at(b, p, i));
 	/* Stats first: wc_get_stats waits for a write-back round in progress,
 	 * whose bytes must then count where its time does. */
 	wc_get_stats(c, &st1);
-	t1 = wcb_now_ns();
+	t1 = wct_now_ns();
 	cpu1 = cpu_seconds();
 	if (!ret && (ret = wc_writeback(c)) != 0)
 		fprintf(stderr, "wcbench writeback: wc_writeback: %s\n", wc_errmsg());
-	t2 = wcb_now_ns();
+	t2 = wct_now_ns();
 	s->drain_cpu_s = cpu_seconds() - cpu1;
 	wc_get_stats(c, &st2);
 	if (wc_close(c) && !ret) {
@@ -606,7 +542,7 @@ static int run_bandwidth(struct bench *b)
 			if (!b->o.patterns[p])
 				continue;
 			if (!b->o.quiet)
-				wcb_progress("run %u/%u, %s: %s first", run + 1, b->o.runs, pattern_name[p],
+				wct_progress("run %u/%u, %s: %s first", run + 1, b->o.runs, pattern_name[p],
 				             run % 2 ? "cache" : "raw");
 			/* Alternate who goes first: neither inherits a warmer
 			 * (or busier) device every time. */
@@ -667,10 +603,10 @@ static void *drain_main(void *p)
 	double t0;
 
 	wc_get_stats(d->c, &st0);
-	t0 = wcb_now_ns();
+	t0 = wct_now_ns();
 	d->ret = wc_writeback(d->c);
 	wc_get_stats(d->c, &st1);
-	d->seconds = (wcb_now_ns() - t0) / 1e9;
+	d->seconds = (wct_now_ns() - t0) / 1e9;
 	d->bytes = st1.writeback_bytes - st0.writeback_bytes;
 	atomic_store(&d->done, true);
 	return NULL;
@@ -705,10 +641,10 @@ static int latency_phase(struct bench *b, bool busy, struct wcb_hist *h)
 	for (uint64_t i = 0; i < writes && !ret; i++) {
 		/* Random blocks outside the prefilled range: new allocations. */
 		uint64_t block = prefill + xorshift64(&seed) % (b->nblocks - prefill);
-		double t0 = wcb_now_ns();
+		double t0 = wct_now_ns();
 
 		ret = write_block(b, c, block);
-		wcb_hist_add(h, (uint64_t)(wcb_now_ns() - t0));
+		wcb_hist_add(h, (uint64_t)(wct_now_ns() - t0));
 		done_during += busy && !atomic_load(&d.done);
 	}
 	if (busy) {
@@ -731,7 +667,7 @@ static int run_latency(struct bench *b)
 	wcb_hist_clear(&b->lat.busy);
 	for (unsigned run = 0; run < b->o.runs; run++) {
 		if (!b->o.quiet)
-			wcb_progress("run %u/%u: foreground latency, idle and with write-back", run + 1,
+			wct_progress("run %u/%u: foreground latency, idle and with write-back", run + 1,
 			             b->o.runs);
 		if (latency_phase(b, false, &b->lat.idle) || latency_phase(b, true, &b->lat.busy))
 			return -1;
@@ -747,17 +683,17 @@ static void print_text(const struct bench *b)
 	unsigned qd = b->o.raw_qd ? b->o.raw_qd : b->cfg.writeback_jobs;
 
 	printf("wcbench writeback: cache %s (%s, %llu blocks of %s)%s\n", b->o.cache_path,
-	       wcb_size_str(cs, sizeof(cs), b->o.cache_size), (unsigned long long)b->cache_blocks,
-	       wcb_size_str(bs, sizeof(bs), b->o.block_size),
+	       wct_size_str(cs, sizeof(cs), b->o.cache_size), (unsigned long long)b->cache_blocks,
+	       wct_size_str(bs, sizeof(bs), b->o.block_size),
 	       b->forced_gran ? ", PMEM2_FORCE_GRANULARITY=CACHE_LINE set by wcbench" : "");
 	printf("origin %s (%s), working set %s, %u run(s), medians\n", b->origin_mode,
-	       b->o.origin_path, wcb_size_str(ws, sizeof(ws), b->o.working_set), b->o.runs);
+	       b->o.origin_path, wct_size_str(ws, sizeof(ws), b->o.working_set), b->o.runs);
 	if (b->o.flush_delay_us)
 		printf("every origin flush made %u us slower (--flush-delay-us)\n", b->o.flush_delay_us);
 	printf("write-back: writeback_jobs %u, max I/O %u KiB%s%s; raw: libaio, %s writes, QD %u, "
 	       "fdatasync at the end\n\n", b->cfg.writeback_jobs, b->cfg.writeback_max_io_kib,
 	       b->o.config ? ", options " : "", b->o.config ? b->o.config : "",
-	       wcb_size_str(io, sizeof(io), b->o.raw_io ? b->o.raw_io : b->o.block_size), qd);
+	       wct_size_str(io, sizeof(io), b->o.raw_io ? b->o.raw_io : b->o.block_size), qd);
 	printf("%-8s %10s %11s %11s %10s %10s %9s %9s %14s\n", "pattern", "raw MB/s", "drain MB/s",
 	       "total MB/s", "drain/raw", "total/raw", "wb I/Os", "avg I/O", "CPU us/MiB r/d");
 	for (int p = 0; p < NPATTERNS; p++) {
@@ -789,53 +725,76 @@ static void print_text(const struct bench *b)
 
 static void print_json(const struct bench *b)
 {
-	printf("{\"cache\": ");
-	wcb_json_str(stdout, b->o.cache_path);
-	printf(", \"origin\": ");
-	wcb_json_str(stdout, b->o.origin_path);
-	printf(", \"origin_mode\": ");
-	wcb_json_str(stdout, b->origin_mode);
-	printf(", \"cache_size\": %llu, \"cache_blocks\": %llu, \"working_set\": %llu, "
-	       "\"block_size\": %u, \"runs\": %u, \"writeback_jobs\": %u, \"writeback_max_io_kib\": %u,"
-	       " \"raw_qd\": %u, \"raw_io\": %llu, \"flush_delay_us\": %u, \"options\": ",
-	       (unsigned long long)b->o.cache_size, (unsigned long long)b->cache_blocks,
-	       (unsigned long long)b->o.working_set, b->o.block_size, b->o.runs, b->cfg.writeback_jobs,
-	       b->cfg.writeback_max_io_kib, b->o.raw_qd ? b->o.raw_qd : b->cfg.writeback_jobs,
-	       (unsigned long long)(b->o.raw_io ? b->o.raw_io : b->o.block_size), b->o.flush_delay_us);
-	wcb_json_str(stdout, b->o.config ? b->o.config : "");
-	printf(",\n \"patterns\": [");
-	for (int p = 0, first = 1; p < NPATTERNS; p++) {
+	const struct wcb_hist *idle = &b->lat.idle, *busy = &b->lat.busy;
+	struct wct_json j;
+
+	wct_json_init(&j, stdout);
+	wct_json_object(&j, NULL, true);
+	wct_json_str(&j, "cache", b->o.cache_path);
+	wct_json_str(&j, "origin", b->o.origin_path);
+	wct_json_str(&j, "origin_mode", b->origin_mode);
+	wct_json_u64(&j, "cache_size", b->o.cache_size);
+	wct_json_u64(&j, "cache_blocks", b->cache_blocks);
+	wct_json_u64(&j, "working_set", b->o.working_set);
+	wct_json_u64(&j, "block_size", b->o.block_size);
+	wct_json_u64(&j, "runs", b->o.runs);
+	wct_json_u64(&j, "writeback_jobs", b->cfg.writeback_jobs);
+	wct_json_u64(&j, "writeback_max_io_kib", b->cfg.writeback_max_io_kib);
+	wct_json_u64(&j, "raw_qd", b->o.raw_qd ? b->o.raw_qd : b->cfg.writeback_jobs);
+	wct_json_u64(&j, "raw_io", b->o.raw_io ? b->o.raw_io : b->o.block_size);
+	wct_json_u64(&j, "flush_delay_us", b->o.flush_delay_us);
+	wct_json_str(&j, "options", b->o.config ? b->o.config : "");
+	wct_json_array(&j, "patterns", true);
+	for (int p = 0; p < NPATTERNS; p++) {
 		const struct result *r = &b->res[p];
 
 		if (!b->o.patterns[p])
 			continue;
-		printf("%s\n  {\"pattern\": \"%s\", \"raw_mbps\": %.1f, \"drain_mbps\": %.1f, "
-		       "\"total_mbps\": %.1f, \"drain_ratio\": %.3f, \"total_ratio\": %.3f, "
-		       "\"raw_cpu_us_per_mib\": %.1f, \"drain_cpu_us_per_mib\": %.1f, "
-		       "\"writeback_ios\": %llu, \"writeback_bytes\": %llu, \"runs\": [",
-		       first ? "" : ",", pattern_name[p], r->raw, r->drain, r->total, r->drain_ratio,
-		       r->total_ratio, r->raw_cpu, r->drain_cpu, (unsigned long long)r->wb_ios,
-		       (unsigned long long)r->wb_bytes);
-		for (unsigned i = 0; i < b->o.runs; i++)
-			printf("%s{\"raw_mbps\": %.1f, \"drain_mbps\": %.1f, \"total_mbps\": %.1f, "
-			       "\"fill_s\": %.4f, \"drain_s\": %.4f, \"drain_bytes\": %llu, "
-			       "\"writes_blocked_on_freelist\": %llu}", i ? ", " : "", r->s[i].raw_mbps,
-			       r->s[i].drain_mbps, r->s[i].total_mbps, r->s[i].fill_s, r->s[i].drain_s,
-			       (unsigned long long)r->s[i].drain_bytes, (unsigned long long)r->s[i].blocked);
-		printf("]}");
-		first = 0;
+		wct_json_object(&j, NULL, false);
+		wct_json_str(&j, "pattern", pattern_name[p]);
+		wct_json_num(&j, "raw_mbps", "%.1f", r->raw);
+		wct_json_num(&j, "drain_mbps", "%.1f", r->drain);
+		wct_json_num(&j, "total_mbps", "%.1f", r->total);
+		wct_json_num(&j, "drain_ratio", "%.3f", r->drain_ratio);
+		wct_json_num(&j, "total_ratio", "%.3f", r->total_ratio);
+		wct_json_num(&j, "raw_cpu_us_per_mib", "%.1f", r->raw_cpu);
+		wct_json_num(&j, "drain_cpu_us_per_mib", "%.1f", r->drain_cpu);
+		wct_json_u64(&j, "writeback_ios", r->wb_ios);
+		wct_json_u64(&j, "writeback_bytes", r->wb_bytes);
+		wct_json_array(&j, "runs", false);
+		for (unsigned i = 0; i < b->o.runs; i++) {
+			const struct sample *sm = &r->s[i];
+
+			wct_json_object(&j, NULL, false);
+			wct_json_num(&j, "raw_mbps", "%.1f", sm->raw_mbps);
+			wct_json_num(&j, "drain_mbps", "%.1f", sm->drain_mbps);
+			wct_json_num(&j, "total_mbps", "%.1f", sm->total_mbps);
+			wct_json_num(&j, "fill_s", "%.4f", sm->fill_s);
+			wct_json_num(&j, "drain_s", "%.4f", sm->drain_s);
+			wct_json_u64(&j, "drain_bytes", sm->drain_bytes);
+			wct_json_u64(&j, "writes_blocked_on_freelist", sm->blocked);
+			wct_json_end(&j);
+		}
+		wct_json_end(&j);
+		wct_json_end(&j);
 	}
-	printf("]");
-	if (!b->o.no_latency)
-		printf(",\n \"latency_us\": {\"idle_p50\": %.3f, \"idle_p99\": %.3f, \"idle_max\": %.3f, "
-		       "\"busy_p50\": %.3f, \"busy_p99\": %.3f, \"busy_max\": %.3f, \"p99_ratio\": %.3f, "
-		       "\"overlap\": %.3f, \"drain_mbps\": %.1f, \"writes\": %llu}",
-		       wcb_hist_quantile(&b->lat.idle, 0.5) / 1e3, wcb_hist_quantile(&b->lat.idle, 0.99) / 1e3,
-		       (double)b->lat.idle.max / 1e3, wcb_hist_quantile(&b->lat.busy, 0.5) / 1e3,
-		       wcb_hist_quantile(&b->lat.busy, 0.99) / 1e3, (double)b->lat.busy.max / 1e3,
-		       wcb_hist_quantile(&b->lat.busy, 0.99) / wcb_hist_quantile(&b->lat.idle, 0.99),
-		       b->lat.overlap, b->lat.drain_mbps, (unsigned long long)b->lat.busy.count);
-	printf("}\n");
+	wct_json_end(&j);
+	if (!b->o.no_latency) {
+		wct_json_object(&j, "latency_us", false);
+		wct_json_num(&j, "idle_p50", "%.3f", wcb_hist_quantile(idle, 0.5) / 1e3);
+		wct_json_num(&j, "idle_p99", "%.3f", wcb_hist_quantile(idle, 0.99) / 1e3);
+		wct_json_num(&j, "idle_max", "%.3f", (double)idle->max / 1e3);
+		wct_json_num(&j, "busy_p50", "%.3f", wcb_hist_quantile(busy, 0.5) / 1e3);
+		wct_json_num(&j, "busy_p99", "%.3f", wcb_hist_quantile(busy, 0.99) / 1e3);
+		wct_json_num(&j, "busy_max", "%.3f", (double)busy->max / 1e3);
+		wct_json_num(&j, "p99_ratio", "%.3f",
+		             wcb_hist_quantile(busy, 0.99) / wcb_hist_quantile(idle, 0.99));
+		wct_json_num(&j, "overlap", "%.3f", b->lat.overlap);
+		wct_json_num(&j, "drain_mbps", "%.1f", b->lat.drain_mbps);
+		wct_json_u64(&j, "writes", busy->count);
+		wct_json_end(&j);
+	}
+	wct_json_end(&j);
 }
 
 /* ------------------------------------------------------------- main */
@@ -852,10 +811,7 @@ int wcbench_writeback(int argc, char **argv)
 		free(b);
 		return ret;
 	}
-	if (!getenv("PMEM2_FORCE_GRANULARITY")) {
-		setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 1);
-		b->forced_gran = true;
-	}
+	b->forced_gran = wct_pmem_emulate();
 	wc_config_init(&b->cfg);
 	b->cfg.block_size = b->o.block_size;
 	b->cfg.cache_size = b->o.cache_size;
@@ -876,7 +832,7 @@ int wcbench_writeback(int argc, char **argv)
 	if (!ret && !b->o.no_latency)
 		ret = run_latency(b);
 	if (!b->o.quiet)
-		wcb_progress_done();
+		wct_progress_done();
 	if (!ret) {
 		if (b->o.json)
 			print_json(b);
@@ -889,7 +845,7 @@ int wcbench_writeback(int argc, char **argv)
 		if (b->made_origin)
 			unlink(b->o.origin_path);
 	}
-	wcb_scratch_release(1); /* removed above, or kept on purpose */
+	wct_scratch_release(1); /* removed above, or kept on purpose */
 	free(b->order);
 	free(b->buf);
 	free(b);
