@@ -13,9 +13,9 @@
  * draw an honest progress bar.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flush/flush.h"
 #include "wcctl.h"
@@ -54,18 +54,13 @@ static void create_usage(FILE *f)
 	        "               low_watermark, writeback_jobs, autocommit_blocks, autocommit_ms,\n"
 	        "               max_age_ms, cleaner, fua, pmem_threshold, pmem_force, ...;\n"
 	        "               see libwcache(3))\n"
-	        "  --size B     create CACHE, or grow it, to B bytes (suffix K, M, G, T)\n"
-	        "  --help\n");
+	        "  --size B     create CACHE, or grow it, to B bytes\n"
+	        "  --help\n\n"
+	        WCT_SIZE_HELP);
 }
 
 int wcctl_create(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "options", required_argument, NULL, 'o' },
-		{ "size", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *cmd = argv[0], *options = NULL, *size = NULL, *cache, *origin;
 	struct wc_config cfg;
 	struct wcctl_image img;
@@ -74,17 +69,17 @@ int wcctl_create(int argc, char **argv)
 	char s1[32], s2[32], uuid[40], granularity[16];
 	uint32_t bs;
 	uint64_t addressable;
-	int ch, ret;
+	int ret;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'o': options = optarg; break;
-		case 's': size = optarg; break;
-		case 'h': create_usage(stdout); return WCCTL_OK;
-		default: create_usage(stderr); return WCCTL_USAGE;
-		}
-	}
+	const struct wct_opt opts[] = {
+		WCT_OPT_STR("options", &options),
+		WCT_OPT_STR("size", &size),
+		WCT_OPT_END,
+	};
+
+	ret = wct_opts_parse(cmd, opts, argc, argv, create_usage, true);
+	if (ret)
+		return ret;
 	ret = wcctl_positional(cmd, argc, argv, optind, 2, "CACHE ORIGIN");
 	if (!ret)
 		ret = wcctl_config(&cfg, cmd, options, size, false);
@@ -114,18 +109,18 @@ int wcctl_create(int argc, char **argv)
 	printf("created %s in front of %s\n", cache, origin);
 	printf("  blocks         %" PRIu64 "\n", st.blocks);
 	printf("  block size     %u\n", bs);
-	printf("  cache data     %s\n", wcctl_size_str(s1, sizeof(s1), st.blocks * (uint64_t)bs));
+	printf("  cache data     %s\n", wct_size_str(s1, sizeof(s1), st.blocks * (uint64_t)bs));
 	printf("  entries at     %" PRIu64 "\n", img.layout.entries_offset);
 	printf("  data offset    %" PRIu64 "\n", img.layout.data_offset);
 	printf("  bytes used     %" PRIu64 " of %" PRIu64 "\n", img.layout.bytes_used,
 	       img.file_size);
 	printf("  origin         %s (%" PRIu64 " blocks)\n",
-	       wcctl_size_str(s2, sizeof(s2), addressable), addressable / bs);
+	       wct_size_str(s2, sizeof(s2), addressable), addressable / bs);
 	printf("  uuid           %s\n", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
 	printf("  granularity    %s\n", granularity);
 	/* dm-writecache budgets 88 B of DRAM per block (lvm2). */
 	printf("  DRAM estimate  %s for metadata (%.1f B per block)\n",
-	       wcctl_size_str(s1, sizeof(s1), st.dram_bytes),
+	       wct_size_str(s1, sizeof(s1), st.dram_bytes),
 	       st.blocks ? (double)st.dram_bytes / (double)st.blocks : 0.0);
 	return WCCTL_OK;
 }
@@ -190,9 +185,9 @@ static void status_json(const struct status_view *v)
 	char uuid[40];
 
 	printf("{\n  \"cache\": ");
-	wcctl_json_str(stdout, v->cache);
+	wct_json_string(stdout, v->cache);
 	printf(",\n  \"origin\": ");
-	wcctl_json_str(stdout, v->origin);
+	wct_json_string(stdout, v->origin);
 	printf(",\n  \"live\": false, \"in_use_by\": null");
 	printf(",\n  \"status_line\": \"");
 	status_line(st);
@@ -214,11 +209,11 @@ static void status_json(const struct status_view *v)
 	       st->dirty_blocks, st->commits, st->writeback_ios, st->writeback_bytes,
 	       st->writeback_errors, st->dram_bytes, v->block_size, v->size);
 	printf("  \"granularity\": ");
-	wcctl_json_str(stdout, st->granularity);
+	wct_json_string(stdout, st->granularity);
 	printf(",\n  \"origin_mode\": ");
-	wcctl_json_str(stdout, st->origin_mode);
+	wct_json_string(stdout, st->origin_mode);
 	printf(",\n  \"uuid\": ");
-	wcctl_json_str(stdout, v->sb_ok ? wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid) : NULL);
+	wct_json_string(stdout, v->sb_ok ? wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid) : NULL);
 	printf(",\n  \"seq_count\": %" PRIu64 ",\n  \"format_time\": %" PRIu64 ",\n",
 	       v->sb_ok ? v->img.sb.seq_count : 0, v->sb_ok ? v->img.sb.format_time : 0);
 	printf("  \"commit\": ");
@@ -233,18 +228,18 @@ static void status_json(const struct status_view *v)
 		printf("null");
 	printf(",\n");
 	printf("  \"flush_policy\": {\"source\": ");
-	wcctl_json_str(stdout, v->pmem_source);
+	wct_json_string(stdout, v->pmem_source);
 	printf(", \"threshold\": ");
 	if (v->pmem.threshold == SIZE_MAX)
 		printf("null");
 	else
 		printf("%zu", v->pmem.threshold);
 	printf(", \"small\": ");
-	wcctl_json_str(stdout, v->pmem.small_strategy);
+	wct_json_string(stdout, v->pmem.small_strategy);
 	printf(", \"large\": ");
-	wcctl_json_str(stdout, v->pmem.large_strategy);
+	wct_json_string(stdout, v->pmem.large_strategy);
 	printf(", \"reason\": ");
-	wcctl_json_str(stdout, v->pmem.reason);
+	wct_json_string(stdout, v->pmem.reason);
 	printf(", \"line_size\": %u}\n}\n", v->pmem.line_size);
 }
 
@@ -256,7 +251,7 @@ static void status_text(const struct status_view *v)
 	status_line(st);
 	printf("\n");
 	printf("cache          %s: %" PRIu64 " blocks of %u B (%s)\n", v->cache, st->blocks,
-	       v->block_size, wcctl_size_str(s1, sizeof(s1), st->blocks * (uint64_t)v->block_size));
+	       v->block_size, wct_size_str(s1, sizeof(s1), st->blocks * (uint64_t)v->block_size));
 	if (v->sb_ok) {
 		printf("               uuid %s, formatted %s\n",
 		       wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid),
@@ -272,7 +267,7 @@ static void status_text(const struct status_view *v)
 		printf("at open        commit point %" PRIu64 " (from %s%s), floor seq_count %" PRIu64
 		       "\n", v->before.cp.seq, v->before.cp_slot < 0 ? "the " : "",
 		       wcctl_commit_source(s1, sizeof(s1), &v->before), v->before.cp.floor);
-	printf("origin         %s: %s\n", v->origin, wcctl_size_str(s1, sizeof(s1), v->size));
+	printf("origin         %s: %s\n", v->origin, wct_size_str(s1, sizeof(s1), v->size));
 	printf("origin mode    %s\n", st->origin_mode);
 	if (st->error)
 		printf("state          ERROR %d (%s): writes and flushes fail, reads work\n", st->error,
@@ -280,7 +275,7 @@ static void status_text(const struct status_view *v)
 	else if (st->dirty_blocks)
 		printf("state          %" PRIu64 " dirty blocks (%s) not yet written back\n",
 		       st->dirty_blocks,
-		       wcctl_size_str(s1, sizeof(s1), st->dirty_blocks * (uint64_t)v->block_size));
+		       wct_size_str(s1, sizeof(s1), st->dirty_blocks * (uint64_t)v->block_size));
 	else
 		printf("state          clean: every block is on the origin\n");
 	printf("free           %" PRIu64 " blocks (%" PRIu64 "%%)\n", st->free_blocks,
@@ -290,7 +285,7 @@ static void status_text(const struct status_view *v)
 	       st->flushes);
 	printf("write-back     %" PRIu64 " I/Os, %s, %" PRIu64 " errors, %" PRIu64
 	       " blocks in flight\n",
-	       st->writeback_ios, wcctl_size_str(s2, sizeof(s2), st->writeback_bytes),
+	       st->writeback_ios, wct_size_str(s2, sizeof(s2), st->writeback_bytes),
 	       st->writeback_errors, st->writeback_blocks);
 	threshold_str(thr, sizeof(thr), v->pmem.threshold);
 	printf("flush policy   %s: threshold %s\n", v->pmem_source, thr);
@@ -302,7 +297,7 @@ static void status_text(const struct status_view *v)
 		       strcmp(st->granularity, "byte") == 0 ? "with plain stores and a fence"
 		                                            : "through libpmem2's msync");
 	printf("DRAM           %s for metadata (%.1f B per block)\n",
-	       wcctl_size_str(s1, sizeof(s1), st->dram_bytes),
+	       wct_size_str(s1, sizeof(s1), st->dram_bytes),
 	       st->blocks ? (double)st->dram_bytes / (double)st->blocks : 0.0);
 }
 
@@ -336,17 +331,17 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 	       img.n_duplicate;
 	if (json) {
 		printf("{\n  \"cache\": ");
-		wcctl_json_str(stdout, cache);
+		wct_json_string(stdout, cache);
 		printf(",\n  \"origin\": ");
-		wcctl_json_str(stdout, origin);
+		wct_json_string(stdout, origin);
 		printf(",\n  ");
 		wcctl_json_live(stdout, &img);
 		printf(",\n  \"holder\": ");
-		wcctl_json_str(stdout, wcctl_live_str(live, sizeof(live), &img));
+		wct_json_string(stdout, wcctl_live_str(live, sizeof(live), &img));
 		printf(",\n  \"blocks\": %" PRIu64 ",\n  \"block_size\": %u,\n  \"size\": %" PRIu64
 		       ",\n  \"uuid\": ",
 		       img.sb.n_blocks, img.sb.block_size, img.sb.origin_size);
-		wcctl_json_str(stdout, wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
+		wct_json_string(stdout, wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
 		printf(",\n  \"seq_count\": %" PRIu64 ",\n  \"format_time\": %" PRIu64
 		       ",\n  \"commit\": ",
 		       img.sb.seq_count, img.sb.format_time);
@@ -362,7 +357,7 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 	       "               written; the I/O counters are the owner's and not shown\n");
 	printf("cache          %s: %" PRIu64 " blocks of %u B (%s)\n", cache, img.sb.n_blocks,
 	       img.sb.block_size,
-	       wcctl_size_str(s1, sizeof(s1), img.sb.n_blocks * (uint64_t)img.sb.block_size));
+	       wct_size_str(s1, sizeof(s1), img.sb.n_blocks * (uint64_t)img.sb.block_size));
 	printf("               uuid %s, formatted %s\n", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid),
 	       wcctl_time_str(when, sizeof(when), img.sb.format_time));
 	printf("commit point   %" PRIu64 " (from %s%s), floor seq_count %" PRIu64 "\n", img.cp.seq,
@@ -377,37 +372,31 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 	printf("free           %" PRIu64 " blocks (%" PRIu64 "%%)\n", img.n_free,
 	       img.sb.n_blocks ? img.n_free * 100 / img.sb.n_blocks : 0);
 	printf("in use         %" PRIu64 " blocks (%s)\n", used,
-	       wcctl_size_str(s2, sizeof(s2), used * (uint64_t)img.sb.block_size));
+	       wct_size_str(s2, sizeof(s2), used * (uint64_t)img.sb.block_size));
 	printf("origin         %s: %s (held by the same owner)\n", origin,
-	       wcctl_size_str(s1, sizeof(s1), img.sb.origin_size));
+	       wct_size_str(s1, sizeof(s1), img.sb.origin_size));
 	wcctl_image_close(&img);
 	return WCCTL_OK;
 }
 
 int wcctl_status(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "options", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *cmd = argv[0], *options = NULL;
 	struct status_view v;
 	struct wc_config cfg;
 	wc_cache *c;
 	bool json = false;
-	int ch, ret;
+	int ret;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'o': options = optarg; break;
-		case 'j': json = true; break;
-		case 'h': status_usage(stdout); return WCCTL_OK;
-		default: status_usage(stderr); return WCCTL_USAGE;
-		}
-	}
+	const struct wct_opt opts[] = {
+		WCT_OPT_STR("options", &options),
+		WCT_OPT_FLAG("json", &json),
+		WCT_OPT_END,
+	};
+
+	ret = wct_opts_parse(cmd, opts, argc, argv, status_usage, true);
+	if (ret)
+		return ret;
 	ret = wcctl_positional(cmd, argc, argv, optind, 2, "CACHE ORIGIN");
 	if (!ret)
 		ret = wcctl_config(&cfg, cmd, options, NULL, true);
@@ -471,12 +460,6 @@ static void writeback_usage(FILE *f)
 
 int wcctl_writeback(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "options", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *cmd = argv[0], *options = NULL;
 	struct wcctl_progress bar;
 	struct wc_config cfg;
@@ -486,17 +469,17 @@ int wcctl_writeback(int argc, char **argv)
 	bool quiet = false;
 	char s1[32];
 	double t0;
-	int ch, ret, r;
+	int ret, r;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'o': options = optarg; break;
-		case 'q': quiet = true; break;
-		case 'h': writeback_usage(stdout); return WCCTL_OK;
-		default: writeback_usage(stderr); return WCCTL_USAGE;
-		}
-	}
+	const struct wct_opt opts[] = {
+		WCT_OPT_STR("options", &options),
+		WCT_OPT_FLAG("quiet", &quiet),
+		WCT_OPT_END,
+	};
+
+	ret = wct_opts_parse(cmd, opts, argc, argv, writeback_usage, true);
+	if (ret)
+		return ret;
 	ret = wcctl_positional(cmd, argc, argv, optind, 2, "CACHE ORIGIN");
 	if (!ret)
 		ret = wcctl_config(&cfg, cmd, options, NULL, true);
@@ -504,7 +487,7 @@ int wcctl_writeback(int argc, char **argv)
 		return ret;
 	cfg.no_threads = true;
 
-	t0 = wcctl_now_s();
+	t0 = wct_now_ns() / 1e9;
 	ret = wc_open(&c, argv[optind], argv[optind + 1], &cfg);
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
@@ -547,7 +530,7 @@ int wcctl_writeback(int argc, char **argv)
 		return WCCTL_FAIL;
 	printf("wrote back %" PRIu64 " blocks (%s in %" PRIu64 " I/Os) in %.2f s; %" PRIu64
 	       " dirty blocks left, origin durable\n",
-	       total, wcctl_size_str(s1, sizeof(s1), st.writeback_bytes), st.writeback_ios,
-	       wcctl_now_s() - t0, st.dirty_blocks);
+	       total, wct_size_str(s1, sizeof(s1), st.writeback_bytes), st.writeback_ios,
+	       wct_now_ns() / 1e9 - t0, st.dirty_blocks);
 	return st.dirty_blocks ? WCCTL_FAIL : WCCTL_OK;
 }

@@ -8,7 +8,6 @@
  * that prints every point; `wcbench calibrate --cache` measures a cache on
  * its own free blocks and records the result.
  */
-#include <getopt.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -122,11 +121,6 @@ static void print_record(const char *cache, const struct wc_pmem_policy *rec, si
 
 int wcctl_calibrate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *cmd = argv[0], *cache = NULL;
 	struct wc_pmem_policy rec;
 	struct wc_pmem_info info;
@@ -134,16 +128,16 @@ int wcctl_calibrate(int argc, char **argv)
 	bool json = false, env_bad;
 	char flags[128], envmsg[512] = "", live[256] = "";
 	double t0, ms;
-	int ch, ret;
+	int ret;
 
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'j': json = true; break;
-		case 'h': usage(stdout); return WCCTL_OK;
-		default: usage(stderr); return WCCTL_USAGE;
-		}
-	}
+	const struct wct_opt opts[] = {
+		WCT_OPT_FLAG("json", &json),
+		WCT_OPT_END,
+	};
+
+	ret = wct_opts_parse(cmd, opts, argc, argv, usage, true);
+	if (ret)
+		return ret;
 	if (argc - optind == 1) {
 		cache = argv[optind];
 		ret = read_record(cache, &rec, live, sizeof(live));
@@ -162,9 +156,9 @@ int wcctl_calibrate(int argc, char **argv)
 	env_bad = wc_pmem_info(&info) != 0;
 	if (env_bad)
 		snprintf(envmsg, sizeof(envmsg), "%s", wc_errmsg());
-	t0 = wcctl_now_s();
+	t0 = wct_now_ns() / 1e9;
 	ret = wc_pmem_calibrate(&measured);
-	ms = (wcctl_now_s() - t0) * 1e3;
+	ms = (wct_now_ns() / 1e9 - t0) * 1e3;
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
@@ -177,17 +171,17 @@ int wcctl_calibrate(int argc, char **argv)
 		printf(",\n  \"measure_ms\": %.1f,\n  \"in_force\": {\"threshold\": ", ms);
 		json_threshold(info.threshold);
 		printf(", \"small\": ");
-		wcctl_json_str(stdout, info.small_strategy);
+		wct_json_string(stdout, info.small_strategy);
 		printf(", \"large\": ");
-		wcctl_json_str(stdout, info.large_strategy);
+		wct_json_string(stdout, info.large_strategy);
 		printf(", \"reason\": ");
-		wcctl_json_str(stdout, info.reason);
+		wct_json_string(stdout, info.reason);
 		printf("},\n  \"cpu\": {\"vendor\": ");
-		wcctl_json_str(stdout, info.vendor);
+		wct_json_string(stdout, info.vendor);
 		printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"line_size\": %u, "
 		       "\"features\": ",
 		       info.family, info.model, info.stepping, info.line_size);
-		wcctl_json_str(stdout, flags);
+		wct_json_string(stdout, flags);
 		printf("}");
 		if (cache) {
 			unsigned features;
@@ -196,7 +190,7 @@ int wcctl_calibrate(int argc, char **argv)
 
 			wc_policy_inputs(&none, &features, &flush_insn);
 			printf(",\n  \"recorded\": {\"cache\": ");
-			wcctl_json_str(stdout, cache);
+			wct_json_string(stdout, cache);
 			printf(", \"state\": \"%s\", \"live\": %s", valid == -ENODATA ? "none" :
 			       valid ? "damaged" : "valid", live[0] ? "true" : "false");
 			if (!valid) {
@@ -210,7 +204,7 @@ int wcctl_calibrate(int argc, char **argv)
 			printf("}");
 		}
 		printf(",\n  \"environment_error\": ");
-		wcctl_json_str(stdout, env_bad ? envmsg : NULL);
+		wct_json_string(stdout, env_bad ? envmsg : NULL);
 		printf("\n}\n");
 	} else {
 		printf("cpu          %s family %u model %u stepping %u, line %u B\n",

@@ -398,7 +398,7 @@ void wcctl_json_commit(FILE *f, const struct wcctl_image *img, const char *inden
 	char src[32];
 
 	fprintf(f, "{\n%s  \"point\": %" PRIu64 ",\n%s  \"source\": ", indent, img->cp.seq, indent);
-	wcctl_json_str(f, wcctl_commit_source(src, sizeof(src), img));
+	wct_json_string(f, wcctl_commit_source(src, sizeof(src), img));
 	fprintf(f, ",\n%s  \"floor\": %" PRIu64 ",\n%s  \"records\": [", indent, img->cp.floor,
 	        indent);
 	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
@@ -410,7 +410,7 @@ void wcctl_json_commit(FILE *f, const struct wcctl_image *img, const char *inden
 		        ", \"intact\": %s, \"valid\": %s, \"state\": ",
 		        i ? "," : "", indent, i, wcctl_record_offset(i), r->seq, r->count, ri->found,
 		        ri->intact ? "true" : "false", ri->matches ? "true" : "false");
-		wcctl_json_str(f, wcctl_record_state_name((enum wcctl_record_state)ri->state));
+		wct_json_string(f, wcctl_record_state_name((enum wcctl_record_state)ri->state));
 		fputc('}', f);
 	}
 	fprintf(f, "\n%s  ]\n%s}", indent, indent);

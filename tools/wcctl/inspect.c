@@ -14,11 +14,11 @@
  * are not damage: a crash between a write and its commit leaves them, and
  * recovery drops or erases them.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wcctl.h"
 
@@ -30,8 +30,8 @@ static void print_sb(const struct wcctl_image *img, const char *prefix)
 	printf("%s%s: format %u, %" PRIu64 " blocks of %u B (%s), origin %s (%" PRIu64
 	       " blocks)\n",
 	       prefix, img->path, sb->version, sb->n_blocks, sb->block_size,
-	       wcctl_size_str(s1, sizeof(s1), sb->n_blocks * (uint64_t)sb->block_size),
-	       wcctl_size_str(s2, sizeof(s2), sb->origin_size),
+	       wct_size_str(s1, sizeof(s1), sb->n_blocks * (uint64_t)sb->block_size),
+	       wct_size_str(s2, sizeof(s2), sb->origin_size),
 	       sb->block_size ? sb->origin_size / sb->block_size : 0);
 	printf("%suuid %s, formatted %s\n", prefix, wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid),
 	       wcctl_time_str(when, sizeof(when), sb->format_time));
@@ -83,7 +83,7 @@ static void problem(struct problems *p, const char *kind, const char *fmt, ...)
 	va_end(ap);
 	if (p->json) {
 		printf("%s\n    {\"kind\": \"%s\", \"text\": ", p->printed ? "," : "", kind);
-		wcctl_json_str(stdout, text);
+		wct_json_string(stdout, text);
 		putchar('}');
 	} else {
 		printf("%s: %s\n", kind, text);
@@ -100,7 +100,7 @@ static void json_sb(const struct wcctl_image *img)
 	printf("{\"version\": %u, \"block_size\": %u, \"n_blocks\": %" PRIu64
 	       ", \"origin_size\": %" PRIu64 ", \"uuid\": ",
 	       sb->version, sb->block_size, sb->n_blocks, sb->origin_size);
-	wcctl_json_str(stdout, wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid));
+	wct_json_string(stdout, wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid));
 	printf(", \"format_time\": %" PRIu64 ", \"entries_offset\": %" PRIu64
 	       ", \"data_offset\": %" PRIu64 ", \"file_size\": %" PRIu64 "}",
 	       sb->format_time, img->layout.entries_offset, img->layout.data_offset, img->file_size);
@@ -116,35 +116,22 @@ static void json_counts(const struct wcctl_image *img)
 
 int wcctl_check(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "max", required_argument, NULL, 'm' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *cmd = argv[0];
 	struct wcctl_image img;
 	struct problems pr = { .max = 100 };
 	uint64_t origin_blocks, damage;
 	char live[256];
-	char *end;
-	int c, ret;
+	int ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': pr.json = true; break;
-		case 'm':
-			pr.max = strtoull(optarg, &end, 10);
-			if (*end || end == optarg || optarg[0] == '-') {
-				fprintf(stderr, "%s: --max %s: expected a count\n", cmd, optarg);
-				return WCCTL_USAGE;
-			}
-			break;
-		case 'h': check_usage(stdout); return WCCTL_OK;
-		default: check_usage(stderr); return WCCTL_USAGE;
-		}
-	}
+	const struct wct_opt opts[] = {
+		WCT_OPT("max", WCT_U64, &pr.max, 0, UINT64_MAX),
+		WCT_OPT_FLAG("json", &pr.json),
+		WCT_OPT_END,
+	};
+
+	ret = wct_opts_parse(cmd, opts, argc, argv, check_usage, true);
+	if (ret)
+		return ret;
 	ret = wcctl_positional(cmd, argc, argv, optind, 1, "CACHE");
 	if (ret)
 		return ret;
@@ -159,11 +146,11 @@ int wcctl_check(int argc, char **argv)
 		       wcctl_live_str(live, sizeof(live), &img));
 	if (ret && pr.json) {
 		printf("{\n  \"cache\": ");
-		wcctl_json_str(stdout, img.path);
+		wct_json_string(stdout, img.path);
 		printf(",\n  ");
 		wcctl_json_live(stdout, &img);
 		printf(",\n  \"superblock\": {\"ok\": false, \"error\": ");
-		wcctl_json_str(stdout, wc_errmsg());
+		wct_json_string(stdout, wc_errmsg());
 		printf("},\n  \"result\": \"damaged\"\n}\n");
 		wcctl_image_close(&img);
 		return WCCTL_FAIL;
@@ -183,7 +170,7 @@ int wcctl_check(int argc, char **argv)
 	}
 	if (pr.json) {
 		printf("{\n  \"cache\": ");
-		wcctl_json_str(stdout, img.path);
+		wct_json_string(stdout, img.path);
 		printf(",\n  ");
 		wcctl_json_live(stdout, &img);
 		printf(",\n  \"superblock\": {\"ok\": true, \"fields\": ");
@@ -289,27 +276,21 @@ static void dump_usage(FILE *f)
 
 int wcctl_dump(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "all", no_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *cmd = argv[0];
 	struct wcctl_image img;
 	bool all = false, json = false, first = true;
 	char live[256];
-	int c, ret;
+	int ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'a': all = true; break;
-		case 'j': json = true; break;
-		case 'h': dump_usage(stdout); return WCCTL_OK;
-		default: dump_usage(stderr); return WCCTL_USAGE;
-		}
-	}
+	const struct wct_opt opts[] = {
+		WCT_OPT_FLAG("all", &all),
+		WCT_OPT_FLAG("json", &json),
+		WCT_OPT_END,
+	};
+
+	ret = wct_opts_parse(cmd, opts, argc, argv, dump_usage, true);
+	if (ret)
+		return ret;
 	ret = wcctl_positional(cmd, argc, argv, optind, 1, "CACHE");
 	if (ret)
 		return ret;
@@ -325,7 +306,7 @@ int wcctl_dump(int argc, char **argv)
 	}
 	if (json) {
 		printf("{\n  \"cache\": ");
-		wcctl_json_str(stdout, img.path);
+		wct_json_string(stdout, img.path);
 		printf(",\n  ");
 		wcctl_json_live(stdout, &img);
 		printf(",\n  \"superblock\": ");

@@ -7,25 +7,6 @@
 
 #include "wcctl.h"
 
-const char *wcctl_size_str(char *buf, size_t len, uint64_t bytes)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)bytes;
-	unsigned u = 0;
-
-	while (v >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	else if (v == (double)(uint64_t)v)
-		snprintf(buf, len, "%.0f %s", v, unit[u]);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
-	return buf;
-}
-
 const char *wcctl_uuid_str(char *buf, size_t len, const uint8_t u[16])
 {
 	snprintf(buf, len,
@@ -45,31 +26,9 @@ const char *wcctl_time_str(char *buf, size_t len, uint64_t epoch_s)
 	return buf;
 }
 
-void wcctl_json_str(FILE *f, const char *s)
-{
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 int wcctl_config(struct wc_config *cfg, const char *cmd, const char *options, const char *size,
                  bool for_open)
 {
-	char buf[128];
-
 	wc_config_init(cfg);
 	/* An open takes the block size the superblock records, unless the
 	 * options insist on one (then wc_open checks that it matches). */
@@ -79,14 +38,8 @@ int wcctl_config(struct wc_config *cfg, const char *cmd, const char *options, co
 		fprintf(stderr, "%s: --options: %s\n", cmd, wc_errmsg());
 		return WCCTL_USAGE;
 	}
-	if (size) {
-		if (snprintf(buf, sizeof(buf), "cache_size=%s", size) >= (int)sizeof(buf) ||
-		    strchr(size, ',') || wc_config_parse(cfg, buf) || cfg->cache_size == 0) {
-			fprintf(stderr, "%s: --size %s: expected a byte count > 0 (suffix K, M, G or T)\n",
-			        cmd, size);
-			return WCCTL_USAGE;
-		}
-	}
+	if (size && wct_parse_size(cmd, "size", size, 1, UINT64_MAX, &cfg->cache_size))
+		return WCCTL_USAGE;
 	return WCCTL_OK;
 }
 
@@ -105,20 +58,12 @@ int wcctl_positional(const char *cmd, int argc, char **argv, int optind_now, int
 	return WCCTL_USAGE;
 }
 
-double wcctl_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void wcctl_progress_start(struct wcctl_progress *p, uint64_t total)
 {
 	p->total = total;
 	p->tty = isatty(STDERR_FILENO);
 	p->last_tenth = -1;
-	p->t0 = wcctl_now_s();
+	p->t0 = wct_now_ns() / 1e9;
 	p->last_draw = 0;
 	p->last_done = UINT64_MAX;
 }
@@ -128,7 +73,7 @@ void wcctl_progress_update(struct wcctl_progress *p, uint64_t done, const char *
 	enum { WIDTH = 40 };
 	char bar[WIDTH + 1];
 	uint64_t total = p->total ? p->total : 1;
-	double now = wcctl_now_s();
+	double now = wct_now_ns() / 1e9;
 	unsigned fill;
 	int tenth;
 

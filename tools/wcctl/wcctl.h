@@ -2,7 +2,7 @@
 /*
  * wcctl.h -- what the wcctl subcommands share: their entry points (one row
  * each in main.c's table), the offline image reader (image.c) and small
- * output helpers (util.c).
+ * output helpers (util.c); what every tool shares is tools/common/wctools.h.
  */
 #ifndef WCCTL_H
 #define WCCTL_H
@@ -15,6 +15,7 @@
 #include "format.h"
 #include "lock.h"
 #include "wcache.h"
+#include "wctools.h"
 
 /* Process exit status of every subcommand (dmsetup's convention). */
 enum { WCCTL_OK = 0, WCCTL_FAIL = 1, WCCTL_USAGE = 2 };
@@ -136,14 +137,10 @@ void wcctl_json_commit(FILE *f, const struct wcctl_image *img, const char *inden
 
 /* ---- util.c ----------------------------------------------------------- */
 
-/* "8 MiB", "4 KiB", "512 B" */
-const char *wcctl_size_str(char *buf, size_t len, uint64_t bytes);
 /* 36 characters + NUL. */
 const char *wcctl_uuid_str(char *buf, size_t len, const uint8_t uuid[16]);
 /* "2024-05-01 12:00:00 UTC" */
 const char *wcctl_time_str(char *buf, size_t len, uint64_t epoch_s);
-/* Write `s` as a JSON string literal (NULL -> null). */
-void wcctl_json_str(FILE *f, const char *s);
 /* A config from --options (and --size, NULL = none); `for_open` leaves the
  * block size to the superblock.  Prints the error and returns WCCTL_USAGE
  * on a bad string, else WCCTL_OK. */
@@ -166,6 +163,5 @@ struct wcctl_progress {
 void wcctl_progress_start(struct wcctl_progress *p, uint64_t total);
 void wcctl_progress_update(struct wcctl_progress *p, uint64_t done, const char *note);
 void wcctl_progress_end(struct wcctl_progress *p);
-double wcctl_now_s(void);
 
 #endif
