@@ -31,6 +31,7 @@
 #include "optgroup.h"
 
 #include <wcache.h>
+#include <wctools.h>
 
 /* fio checks ops->version at load time too, but a struct that changed under
  * the same source would crash instead: refuse to build against another fio. */
@@ -309,25 +310,10 @@ out:
 	return ret;
 }
 
-static void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 static void write_stats(const struct wcfio_shared *s)
 {
 	struct wc_stats st;
+	struct wct_json j;
 	FILE *f;
 
 	if (wc_get_stats(s->cache, &st) < 0) {
@@ -339,38 +325,17 @@ static void write_stats(const struct wcfio_shared *s)
 		log_err("wcache: wc_stats=%s: %s\n", s->stats_path, strerror(errno));
 		return;
 	}
-	fputs("{\n  \"cache\": ", f);
-	json_string(f, s->cache_path);
-	fputs(",\n  \"origin\": ", f);
-	json_string(f, s->origin_path);
-	fprintf(f, ",\n  \"size\": %llu,\n  \"block_size\": %u,\n  \"error\": %d,\n",
-	        (unsigned long long)wc_size(s->cache), wc_block_size(s->cache), st.error);
-#define WCFIO_STAT(name) fprintf(f, "  \"" #name "\": %llu,\n", (unsigned long long)st.name)
-	WCFIO_STAT(blocks);
-	WCFIO_STAT(free_blocks);
-	WCFIO_STAT(dirty_blocks);
-	WCFIO_STAT(writeback_blocks);
-	WCFIO_STAT(reads);
-	WCFIO_STAT(read_hits);
-	WCFIO_STAT(writes);
-	WCFIO_STAT(write_hits_uncommitted);
-	WCFIO_STAT(write_hits_committed);
-	WCFIO_STAT(writes_around);
-	WCFIO_STAT(writes_allocate);
-	WCFIO_STAT(writes_blocked_on_freelist);
-	WCFIO_STAT(flushes);
-	WCFIO_STAT(discards);
-	WCFIO_STAT(commits);
-	WCFIO_STAT(writeback_ios);
-	WCFIO_STAT(writeback_bytes);
-	WCFIO_STAT(writeback_errors);
-	WCFIO_STAT(dram_bytes);
-#undef WCFIO_STAT
-	fputs("  \"granularity\": ", f);
-	json_string(f, st.granularity ? st.granularity : "");
-	fputs(",\n  \"origin_mode\": ", f);
-	json_string(f, st.origin_mode ? st.origin_mode : "");
-	fputs("\n}\n", f);
+	wct_json_init(&j, f);
+	wct_json_object(&j, NULL, true);
+	wct_json_str(&j, "cache", s->cache_path);
+	wct_json_str(&j, "origin", s->origin_path);
+	wct_json_u64(&j, "size", wc_size(s->cache));
+	wct_json_u64(&j, "block_size", wc_block_size(s->cache));
+	wct_json_int(&j, "error", st.error);
+	wct_json_stats(&j, &st);
+	wct_json_str(&j, "granularity", st.granularity);
+	wct_json_str(&j, "origin_mode", st.origin_mode);
+	wct_json_end(&j);
 	if (fclose(f) != 0)
 		log_err("wcache: wc_stats=%s: %s\n", s->stats_path, strerror(errno));
 }

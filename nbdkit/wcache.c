@@ -31,6 +31,7 @@
 #include <nbdkit-plugin.h>
 
 #include <wcache.h>
+#include <wctools.h>
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
@@ -90,25 +91,12 @@ static bool stats_poked;
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stats_cond = PTHREAD_COND_INITIALIZER;
 
-static void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 /* Written to a temporary name and renamed, so a reader never sees half a
  * file. */
 static void write_stats(void)
 {
 	struct wc_stats st;
+	struct wct_json j;
 	char tmp[4096];
 	FILE *f;
 
@@ -124,41 +112,19 @@ static void write_stats(void)
 		nbdkit_error("wcache: stats=%s: %s: %m", stats_path, tmp);
 		return;
 	}
-	fputs("{\n  \"cache\": ", f);
-	json_string(f, cache_path);
-	fputs(",\n  \"origin\": ", f);
-	json_string(f, origin_path);
-	fprintf(f, ",\n  \"size\": %" PRIu64 ",\n  \"block_size\": %u,\n  \"error\": %d,\n",
-	        wc_size(cache), bs, st.error);
-#define STAT(name) fprintf(f, "  \"" #name "\": %" PRIu64 ",\n", st.name)
-	STAT(blocks);
-	STAT(free_blocks);
-	STAT(dirty_blocks);
-	STAT(writeback_blocks);
-	STAT(reads);
-	STAT(read_hits);
-	STAT(writes);
-	STAT(write_hits_uncommitted);
-	STAT(write_hits_committed);
-	STAT(writes_around);
-	STAT(writes_allocate);
-	STAT(writes_blocked_on_freelist);
-	STAT(flushes);
-	STAT(discards);
-	STAT(commits);
-	STAT(writeback_ios);
-	STAT(writeback_bytes);
-	STAT(writeback_errors);
-	STAT(dram_bytes);
-#undef STAT
-	fprintf(f, "  \"plugin_rmw_blocks\": %" PRIu64 ",\n  \"plugin_zero_bytes\": %" PRIu64 ",\n",
-	        __atomic_load_n(&rmw_blocks, __ATOMIC_RELAXED),
-	        __atomic_load_n(&zero_bytes, __ATOMIC_RELAXED));
-	fputs("  \"granularity\": ", f);
-	json_string(f, st.granularity);
-	fputs(",\n  \"origin_mode\": ", f);
-	json_string(f, st.origin_mode);
-	fputs("\n}\n", f);
+	wct_json_init(&j, f);
+	wct_json_object(&j, NULL, true);
+	wct_json_str(&j, "cache", cache_path);
+	wct_json_str(&j, "origin", origin_path);
+	wct_json_u64(&j, "size", wc_size(cache));
+	wct_json_u64(&j, "block_size", bs);
+	wct_json_int(&j, "error", st.error);
+	wct_json_stats(&j, &st);
+	wct_json_u64(&j, "plugin_rmw_blocks", __atomic_load_n(&rmw_blocks, __ATOMIC_RELAXED));
+	wct_json_u64(&j, "plugin_zero_bytes", __atomic_load_n(&zero_bytes, __ATOMIC_RELAXED));
+	wct_json_str(&j, "granularity", st.granularity);
+	wct_json_str(&j, "origin_mode", st.origin_mode);
+	wct_json_end(&j);
 	if (fclose(f) != 0) {
 		nbdkit_error("wcache: stats=%s: %s: %m", stats_path, tmp);
 		unlink(tmp);
