@@ -69,18 +69,14 @@ int wcctl_create(int argc, char **argv)
 	char s1[32], s2[32], uuid[40], granularity[16];
 	uint32_t bs;
 	uint64_t addressable;
-	int ret;
-
 	const struct wct_opt opts[] = {
 		WCT_OPT_STR("options", &options),
 		WCT_OPT_STR("size", &size),
 		WCT_OPT_END,
 	};
+	int ret;
 
-	ret = wct_opts_parse(cmd, opts, argc, argv, create_usage, true);
-	if (ret)
-		return ret;
-	ret = wcctl_positional(cmd, argc, argv, optind, 2, "CACHE ORIGIN");
+	ret = wcctl_options(cmd, opts, argc, argv, create_usage, 2, "CACHE ORIGIN");
 	if (!ret)
 		ret = wcctl_config(&cfg, cmd, options, size, false);
 	if (ret)
@@ -386,18 +382,14 @@ int wcctl_status(int argc, char **argv)
 	struct wc_config cfg;
 	wc_cache *c;
 	bool json = false;
-	int ret;
-
 	const struct wct_opt opts[] = {
 		WCT_OPT_STR("options", &options),
 		WCT_OPT_FLAG("json", &json),
 		WCT_OPT_END,
 	};
+	int ret;
 
-	ret = wct_opts_parse(cmd, opts, argc, argv, status_usage, true);
-	if (ret)
-		return ret;
-	ret = wcctl_positional(cmd, argc, argv, optind, 2, "CACHE ORIGIN");
+	ret = wcctl_options(cmd, opts, argc, argv, status_usage, 2, "CACHE ORIGIN");
 	if (!ret)
 		ret = wcctl_config(&cfg, cmd, options, NULL, true);
 	if (ret)
@@ -477,10 +469,7 @@ int wcctl_writeback(int argc, char **argv)
 		WCT_OPT_END,
 	};
 
-	ret = wct_opts_parse(cmd, opts, argc, argv, writeback_usage, true);
-	if (ret)
-		return ret;
-	ret = wcctl_positional(cmd, argc, argv, optind, 2, "CACHE ORIGIN");
+	ret = wcctl_options(cmd, opts, argc, argv, writeback_usage, 2, "CACHE ORIGIN");
 	if (!ret)
 		ret = wcctl_config(&cfg, cmd, options, NULL, true);
 	if (ret)

@@ -128,12 +128,11 @@ int wcctl_calibrate(int argc, char **argv)
 	bool json = false, env_bad;
 	char flags[128], envmsg[512] = "", live[256] = "";
 	double t0, ms;
-	int ret;
-
 	const struct wct_opt opts[] = {
 		WCT_OPT_FLAG("json", &json),
 		WCT_OPT_END,
 	};
+	int ret;
 
 	ret = wct_opts_parse(cmd, opts, argc, argv, usage, true);
 	if (ret)

@@ -121,18 +121,14 @@ int wcctl_check(int argc, char **argv)
 	struct problems pr = { .max = 100 };
 	uint64_t origin_blocks, damage;
 	char live[256];
-	int ret;
-
 	const struct wct_opt opts[] = {
 		WCT_OPT("max", WCT_U64, &pr.max, 0, UINT64_MAX),
 		WCT_OPT_FLAG("json", &pr.json),
 		WCT_OPT_END,
 	};
+	int ret;
 
-	ret = wct_opts_parse(cmd, opts, argc, argv, check_usage, true);
-	if (ret)
-		return ret;
-	ret = wcctl_positional(cmd, argc, argv, optind, 1, "CACHE");
+	ret = wcctl_options(cmd, opts, argc, argv, check_usage, 1, "CACHE");
 	if (ret)
 		return ret;
 
@@ -280,18 +276,14 @@ int wcctl_dump(int argc, char **argv)
 	struct wcctl_image img;
 	bool all = false, json = false, first = true;
 	char live[256];
-	int ret;
-
 	const struct wct_opt opts[] = {
 		WCT_OPT_FLAG("all", &all),
 		WCT_OPT_FLAG("json", &json),
 		WCT_OPT_END,
 	};
+	int ret;
 
-	ret = wct_opts_parse(cmd, opts, argc, argv, dump_usage, true);
-	if (ret)
-		return ret;
-	ret = wcctl_positional(cmd, argc, argv, optind, 1, "CACHE");
+	ret = wcctl_options(cmd, opts, argc, argv, dump_usage, 1, "CACHE");
 	if (ret)
 		return ret;
 

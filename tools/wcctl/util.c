@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* util.c -- output helpers shared by the wcctl subcommands. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +42,14 @@ int wcctl_config(struct wc_config *cfg, const char *cmd, const char *options, co
 	if (size && wct_parse_size(cmd, "size", size, 1, UINT64_MAX, &cfg->cache_size))
 		return WCCTL_USAGE;
 	return WCCTL_OK;
+}
+
+int wcctl_options(const char *cmd, const struct wct_opt *opts, int argc, char **argv,
+                  void (*usage)(FILE *), int want, const char *what)
+{
+	int ret = wct_opts_parse(cmd, opts, argc, argv, usage, true);
+
+	return ret ? ret : wcctl_positional(cmd, argc, argv, optind, want, what);
 }
 
 int wcctl_positional(const char *cmd, int argc, char **argv, int optind_now, int want,

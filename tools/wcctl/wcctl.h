@@ -146,6 +146,10 @@ const char *wcctl_time_str(char *buf, size_t len, uint64_t epoch_s);
  * on a bad string, else WCCTL_OK. */
 int wcctl_config(struct wc_config *cfg, const char *cmd, const char *options,
                  const char *size, bool for_open);
+/* wct_opts_parse, then exactly `want` positional arguments (wcctl_positional);
+ * they start at argv[optind]. */
+int wcctl_options(const char *cmd, const struct wct_opt *opts, int argc, char **argv,
+                  void (*usage)(FILE *), int want, const char *what);
 /* Print "wcctl <cmd>: unexpected/missing argument" and return WCCTL_USAGE
  * unless argc - optind == want. */
 int wcctl_positional(const char *cmd, int argc, char **argv, int optind_now, int want,
