@@ -129,6 +129,14 @@ void wct_json_null(struct wct_json *j, const char *key)
 	fputs("null", j->f);
 }
 
+void wct_json_threshold(struct wct_json *j, const char *key, size_t t)
+{
+	if (t == SIZE_MAX)
+		wct_json_null(j, key);
+	else
+		wct_json_u64(j, key, t);
+}
+
 void wct_json_stats(struct wct_json *j, const struct wc_stats *st)
 {
 #define STAT(name) wct_json_u64(j, #name, st->name)

@@ -104,6 +104,9 @@ void wct_json_int(struct wct_json *j, const char *key, long long v);
 void wct_json_num(struct wct_json *j, const char *key, const char *fmt, double v);
 void wct_json_bool(struct wct_json *j, const char *key, bool v);
 void wct_json_null(struct wct_json *j, const char *key);
+/* A threshold of the flush policy: SIZE_MAX (none, non-temporal at every
+ * size) is null. */
+void wct_json_threshold(struct wct_json *j, const char *key, size_t t);
 /* A string literal, escaped; NULL is null.  For output that is not built
  * with the writer. */
 void wct_json_string(FILE *f, const char *s);

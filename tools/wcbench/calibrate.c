@@ -76,10 +76,7 @@ void wcb_json_calibration(struct wct_json *j, const struct wc_calibration *cal)
 		wct_json_end(j);
 	}
 	wct_json_end(j);
-	if (cal->threshold == SIZE_MAX)
-		wct_json_null(j, "threshold");
-	else
-		wct_json_u64(j, "threshold", cal->threshold);
+	wct_json_threshold(j, "threshold", cal->threshold);
 	wct_json_num(j, "ms", "%.1f", cal->elapsed_ms);
 }
 
@@ -134,10 +131,7 @@ int wcbench_calibrate(int argc, char **argv)
 		wct_json_object(&j, NULL, true);
 		wct_json_str(&j, "tool", "wcbench calibrate");
 		wct_json_object(&j, "quick", false);
-		if (quick == SIZE_MAX)
-			wct_json_null(&j, "threshold");
-		else
-			wct_json_u64(&j, "threshold", quick);
+		wct_json_threshold(&j, "threshold", quick);
 		wct_json_num(&j, "ms", "%.1f", quick_ms);
 		wct_json_end(&j);
 		wct_json_str(&j, "nt", cal.nt_name);

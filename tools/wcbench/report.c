@@ -43,10 +43,7 @@ void wcb_json_policy(struct wct_json *j, const char *key, const struct wc_pmem_i
 	wct_json_object(j, key, false);
 	wct_json_str(j, "small", in->small_strategy);
 	wct_json_str(j, "large", in->large_strategy);
-	if (in->threshold == SIZE_MAX)
-		wct_json_null(j, "threshold");
-	else
-		wct_json_u64(j, "threshold", in->threshold);
+	wct_json_threshold(j, "threshold", in->threshold);
 	wct_json_str(j, "reason", in->reason);
 	wct_json_end(j);
 }

@@ -141,14 +141,15 @@ static void status_usage(FILE *f)
 	        "  --help\n");
 }
 
-static void status_line(const struct wc_stats *st)
+static const char *status_line(char *buf, size_t len, const struct wc_stats *st)
 {
-	printf("%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+	snprintf(buf, len, "%d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
 	       " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
 	       st->error, st->blocks, st->free_blocks, st->writeback_blocks, st->reads,
 	       st->read_hits, st->writes, st->write_hits_uncommitted, st->write_hits_committed,
 	       st->writes_around, st->writes_allocate, st->writes_blocked_on_freelist,
 	       st->flushes, st->discards);
+	return buf;
 }
 
 static void threshold_str(char *buf, size_t len, size_t t)
@@ -178,74 +179,60 @@ struct status_view {
 static void status_json(const struct status_view *v)
 {
 	const struct wc_stats *st = &v->st;
-	char uuid[40];
+	char uuid[40], line[512];
+	struct wct_json j;
 
-	printf("{\n  \"cache\": ");
-	wct_json_string(stdout, v->cache);
-	printf(",\n  \"origin\": ");
-	wct_json_string(stdout, v->origin);
-	printf(",\n  \"live\": false, \"in_use_by\": null");
-	printf(",\n  \"status_line\": \"");
-	status_line(st);
-	printf("\",\n  \"error\": %d,\n  \"blocks\": %" PRIu64 ",\n  \"free\": %" PRIu64
-	       ",\n  \"under_writeback\": %" PRIu64 ",\n",
-	       st->error, st->blocks, st->free_blocks, st->writeback_blocks);
-	printf("  \"reads\": %" PRIu64 ",\n  \"read_hits\": %" PRIu64 ",\n  \"writes\": %" PRIu64
-	       ",\n  \"write_hits_uncommitted\": %" PRIu64 ",\n  \"write_hits_committed\": %" PRIu64
-	       ",\n  \"writes_around\": %" PRIu64 ",\n  \"writes_allocate\": %" PRIu64
-	       ",\n  \"writes_blocked_on_freelist\": %" PRIu64 ",\n  \"flushes\": %" PRIu64
-	       ",\n  \"discards\": %" PRIu64 ",\n",
-	       st->reads, st->read_hits, st->writes, st->write_hits_uncommitted,
-	       st->write_hits_committed, st->writes_around, st->writes_allocate,
-	       st->writes_blocked_on_freelist, st->flushes, st->discards);
-	printf("  \"dirty_blocks\": %" PRIu64 ",\n  \"commits\": %" PRIu64
-	       ",\n  \"writeback_ios\": %" PRIu64 ",\n  \"writeback_bytes\": %" PRIu64
-	       ",\n  \"writeback_errors\": %" PRIu64 ",\n  \"dram_bytes\": %" PRIu64
-	       ",\n  \"block_size\": %u,\n  \"size\": %" PRIu64 ",\n",
-	       st->dirty_blocks, st->commits, st->writeback_ios, st->writeback_bytes,
-	       st->writeback_errors, st->dram_bytes, v->block_size, v->size);
-	printf("  \"granularity\": ");
-	wct_json_string(stdout, st->granularity);
-	printf(",\n  \"origin_mode\": ");
-	wct_json_string(stdout, st->origin_mode);
-	printf(",\n  \"uuid\": ");
-	wct_json_string(stdout, v->sb_ok ? wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid) : NULL);
-	printf(",\n  \"seq_count\": %" PRIu64 ",\n  \"format_time\": %" PRIu64 ",\n",
-	       v->sb_ok ? v->img.sb.seq_count : 0, v->sb_ok ? v->img.sb.format_time : 0);
-	printf("  \"commit\": ");
+	wct_json_init(&j, stdout);
+	wct_json_object(&j, NULL, true);
+	wct_json_str(&j, "cache", v->cache);
+	wct_json_str(&j, "origin", v->origin);
+	wct_json_bool(&j, "live", false);
+	wct_json_null(&j, "in_use_by");
+	wct_json_str(&j, "status_line", status_line(line, sizeof(line), st));
+	wct_json_int(&j, "error", st->error);
+#define M(name, field) wct_json_u64(&j, name, st->field)
+	M("blocks", blocks); M("free", free_blocks); M("under_writeback", writeback_blocks);
+	M("reads", reads); M("read_hits", read_hits); M("writes", writes);
+	M("write_hits_uncommitted", write_hits_uncommitted);
+	M("write_hits_committed", write_hits_committed); M("writes_around", writes_around);
+	M("writes_allocate", writes_allocate);
+	M("writes_blocked_on_freelist", writes_blocked_on_freelist); M("flushes", flushes);
+	M("discards", discards); M("dirty_blocks", dirty_blocks); M("commits", commits);
+	M("writeback_ios", writeback_ios); M("writeback_bytes", writeback_bytes);
+	M("writeback_errors", writeback_errors); M("dram_bytes", dram_bytes);
+#undef M
+	wct_json_u64(&j, "block_size", v->block_size);
+	wct_json_u64(&j, "size", v->size);
+	wct_json_str(&j, "granularity", st->granularity);
+	wct_json_str(&j, "origin_mode", st->origin_mode);
+	wct_json_str(&j, "uuid", v->sb_ok ? wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid) : NULL);
+	wct_json_u64(&j, "seq_count", v->sb_ok ? v->img.sb.seq_count : 0);
+	wct_json_u64(&j, "format_time", v->sb_ok ? v->img.sb.format_time : 0);
 	if (v->sb_ok)
-		wcctl_json_commit(stdout, &v->img, "  ");
+		wcctl_json_commit(&j, "commit", &v->img);
 	else
-		printf("null");
-	printf(",\n  \"commit_at_open\": ");
+		wct_json_null(&j, "commit");
 	if (v->before_ok)
-		wcctl_json_commit(stdout, &v->before, "  ");
+		wcctl_json_commit(&j, "commit_at_open", &v->before);
 	else
-		printf("null");
-	printf(",\n");
-	printf("  \"flush_policy\": {\"source\": ");
-	wct_json_string(stdout, v->pmem_source);
-	printf(", \"threshold\": ");
-	if (v->pmem.threshold == SIZE_MAX)
-		printf("null");
-	else
-		printf("%zu", v->pmem.threshold);
-	printf(", \"small\": ");
-	wct_json_string(stdout, v->pmem.small_strategy);
-	printf(", \"large\": ");
-	wct_json_string(stdout, v->pmem.large_strategy);
-	printf(", \"reason\": ");
-	wct_json_string(stdout, v->pmem.reason);
-	printf(", \"line_size\": %u}\n}\n", v->pmem.line_size);
+		wct_json_null(&j, "commit_at_open");
+	wct_json_object(&j, "flush_policy", false);
+	wct_json_str(&j, "source", v->pmem_source);
+	wct_json_threshold(&j, "threshold", v->pmem.threshold);
+	wct_json_str(&j, "small", v->pmem.small_strategy);
+	wct_json_str(&j, "large", v->pmem.large_strategy);
+	wct_json_str(&j, "reason", v->pmem.reason);
+	wct_json_u64(&j, "line_size", v->pmem.line_size);
+	wct_json_end(&j);
+	wct_json_end(&j);
 }
 
 static void status_text(const struct status_view *v)
 {
 	const struct wc_stats *st = &v->st;
-	char s1[32], s2[32], uuid[40], when[64], thr[48], line[256];
+	char s1[32], s2[32], uuid[40], when[64], thr[48], line[512];
 
-	status_line(st);
-	printf("\n");
+	printf("%s\n", status_line(line, sizeof(line), st));
 	printf("cache          %s: %" PRIu64 " blocks of %u B (%s)\n", v->cache, st->blocks,
 	       v->block_size, wct_size_str(s1, sizeof(s1), st->blocks * (uint64_t)v->block_size));
 	if (v->sb_ok) {
@@ -326,25 +313,28 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 	used = img.n_committed + img.n_superseded + img.n_uncommitted + img.n_outside +
 	       img.n_duplicate;
 	if (json) {
-		printf("{\n  \"cache\": ");
-		wct_json_string(stdout, cache);
-		printf(",\n  \"origin\": ");
-		wct_json_string(stdout, origin);
-		printf(",\n  ");
-		wcctl_json_live(stdout, &img);
-		printf(",\n  \"holder\": ");
-		wct_json_string(stdout, wcctl_live_str(live, sizeof(live), &img));
-		printf(",\n  \"blocks\": %" PRIu64 ",\n  \"block_size\": %u,\n  \"size\": %" PRIu64
-		       ",\n  \"uuid\": ",
-		       img.sb.n_blocks, img.sb.block_size, img.sb.origin_size);
-		wct_json_string(stdout, wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
-		printf(",\n  \"seq_count\": %" PRIu64 ",\n  \"format_time\": %" PRIu64
-		       ",\n  \"commit\": ",
-		       img.sb.seq_count, img.sb.format_time);
-		wcctl_json_commit(stdout, &img, "  ");
-		printf(",\n  \"entries\": {\"committed\": %" PRIu64 ", \"superseded\": %" PRIu64
-		       ", \"uncommitted\": %" PRIu64 ", \"free\": %" PRIu64 "}\n}\n",
-		       img.n_committed, img.n_superseded, img.n_uncommitted, img.n_free);
+		struct wct_json j;
+
+		wct_json_init(&j, stdout);
+		wct_json_object(&j, NULL, true);
+		wct_json_str(&j, "cache", cache);
+		wct_json_str(&j, "origin", origin);
+		wcctl_json_live(&j, &img);
+		wct_json_str(&j, "holder", wcctl_live_str(live, sizeof(live), &img));
+		wct_json_u64(&j, "blocks", img.sb.n_blocks);
+		wct_json_u64(&j, "block_size", img.sb.block_size);
+		wct_json_u64(&j, "size", img.sb.origin_size);
+		wct_json_str(&j, "uuid", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
+		wct_json_u64(&j, "seq_count", img.sb.seq_count);
+		wct_json_u64(&j, "format_time", img.sb.format_time);
+		wcctl_json_commit(&j, "commit", &img);
+		wct_json_object(&j, "entries", false);
+		wct_json_u64(&j, "committed", img.n_committed);
+		wct_json_u64(&j, "superseded", img.n_superseded);
+		wct_json_u64(&j, "uncommitted", img.n_uncommitted);
+		wct_json_u64(&j, "free", img.n_free);
+		wct_json_end(&j);
+		wct_json_end(&j);
 		wcctl_image_close(&img);
 		return WCCTL_OK;
 	}

@@ -34,14 +34,6 @@ static void usage(FILE *f)
 	        "  --help\n");
 }
 
-static void json_threshold(size_t t)
-{
-	if (t == SIZE_MAX)
-		printf("null");
-	else
-		printf("%zu", t);
-}
-
 static const char *cpu_flags(char *buf, size_t len, unsigned cpu)
 {
 	static const struct {
@@ -165,46 +157,48 @@ int wcctl_calibrate(int argc, char **argv)
 	cpu_flags(flags, sizeof(flags), info.cpu);
 
 	if (json) {
-		printf("{\n  \"measured_threshold\": ");
-		json_threshold(measured);
-		printf(",\n  \"measure_ms\": %.1f,\n  \"in_force\": {\"threshold\": ", ms);
-		json_threshold(info.threshold);
-		printf(", \"small\": ");
-		wct_json_string(stdout, info.small_strategy);
-		printf(", \"large\": ");
-		wct_json_string(stdout, info.large_strategy);
-		printf(", \"reason\": ");
-		wct_json_string(stdout, info.reason);
-		printf("},\n  \"cpu\": {\"vendor\": ");
-		wct_json_string(stdout, info.vendor);
-		printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"line_size\": %u, "
-		       "\"features\": ",
-		       info.family, info.model, info.stepping, info.line_size);
-		wct_json_string(stdout, flags);
-		printf("}");
+		struct wct_json j;
+
+		wct_json_init(&j, stdout);
+		wct_json_object(&j, NULL, true);
+		wct_json_threshold(&j, "measured_threshold", measured);
+		wct_json_num(&j, "measure_ms", "%.1f", ms);
+		wct_json_object(&j, "in_force", false);
+		wct_json_threshold(&j, "threshold", info.threshold);
+		wct_json_str(&j, "small", info.small_strategy);
+		wct_json_str(&j, "large", info.large_strategy);
+		wct_json_str(&j, "reason", info.reason);
+		wct_json_end(&j);
+		wct_json_object(&j, "cpu", false);
+		wct_json_str(&j, "vendor", info.vendor);
+		wct_json_u64(&j, "family", info.family);
+		wct_json_u64(&j, "model", info.model);
+		wct_json_u64(&j, "stepping", info.stepping);
+		wct_json_u64(&j, "line_size", info.line_size);
+		wct_json_str(&j, "features", flags);
+		wct_json_end(&j);
 		if (cache) {
 			unsigned features;
 			int flush_insn, valid = wc_policy_check(&rec);
 			static const struct wc_pmem_config none;
 
 			wc_policy_inputs(&none, &features, &flush_insn);
-			printf(",\n  \"recorded\": {\"cache\": ");
-			wct_json_string(stdout, cache);
-			printf(", \"state\": \"%s\", \"live\": %s", valid == -ENODATA ? "none" :
-			       valid ? "damaged" : "valid", live[0] ? "true" : "false");
+			wct_json_object(&j, "recorded", false);
+			wct_json_str(&j, "cache", cache);
+			wct_json_str(&j, "state", valid == -ENODATA ? "none" : valid ? "damaged" : "valid");
+			wct_json_bool(&j, "live", live[0]);
 			if (!valid) {
-				printf(", \"threshold\": ");
-				json_threshold(rec.threshold == UINT64_MAX ? SIZE_MAX :
-				               (size_t)rec.threshold);
-				printf(", \"max_size_kib\": %u, \"time\": %llu, \"matches_this_cpu\": %s",
-				       rec.max_size_kib, (unsigned long long)rec.time,
-				       wc_policy_matches(&rec, features, flush_insn) ? "true" : "false");
+				wct_json_threshold(&j, "threshold", rec.threshold == UINT64_MAX ? SIZE_MAX :
+				                   (size_t)rec.threshold);
+				wct_json_u64(&j, "max_size_kib", rec.max_size_kib);
+				wct_json_u64(&j, "time", rec.time);
+				wct_json_bool(&j, "matches_this_cpu",
+				              wc_policy_matches(&rec, features, flush_insn));
 			}
-			printf("}");
+			wct_json_end(&j);
 		}
-		printf(",\n  \"environment_error\": ");
-		wct_json_string(stdout, env_bad ? envmsg : NULL);
-		printf("\n}\n");
+		wct_json_str(&j, "environment_error", env_bad ? envmsg : NULL);
+		wct_json_end(&j);
 	} else {
 		printf("cpu          %s family %u model %u stepping %u, line %u B\n",
 		       info.vendor ? info.vendor : "?", info.family, info.model, info.stepping,

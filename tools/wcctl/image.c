@@ -287,13 +287,13 @@ const char *wcctl_live_str(char *buf, size_t len, const struct wcctl_image *img)
 	return buf;
 }
 
-void wcctl_json_live(FILE *f, const struct wcctl_image *img)
+void wcctl_json_live(struct wct_json *j, const struct wcctl_image *img)
 {
-	fprintf(f, "\"live\": %s, \"in_use_by\": ", img->live ? "true" : "false");
+	wct_json_bool(j, "live", img->live);
 	if (img->live && img->holder.pid > 0)
-		fprintf(f, "%ld", (long)img->holder.pid);
+		wct_json_int(j, "in_use_by", img->holder.pid);
 	else
-		fprintf(f, "null");
+		wct_json_null(j, "in_use_by");
 }
 
 uint64_t wcctl_entry_offset(const struct wcctl_image *img, uint64_t idx)
@@ -393,25 +393,30 @@ void wcctl_print_commit(const struct wcctl_image *img, const char *prefix)
 	       wcctl_commit_source(line, sizeof(line), img));
 }
 
-void wcctl_json_commit(FILE *f, const struct wcctl_image *img, const char *indent)
+void wcctl_json_commit(struct wct_json *j, const char *key, const struct wcctl_image *img)
 {
 	char src[32];
 
-	fprintf(f, "{\n%s  \"point\": %" PRIu64 ",\n%s  \"source\": ", indent, img->cp.seq, indent);
-	wct_json_string(f, wcctl_commit_source(src, sizeof(src), img));
-	fprintf(f, ",\n%s  \"floor\": %" PRIu64 ",\n%s  \"records\": [", indent, img->cp.floor,
-	        indent);
+	wct_json_object(j, key, true);
+	wct_json_u64(j, "point", img->cp.seq);
+	wct_json_str(j, "source", wcctl_commit_source(src, sizeof(src), img));
+	wct_json_u64(j, "floor", img->cp.floor);
+	wct_json_array(j, "records", true);
 	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
 		const struct wc_pmem_record *r = &img->rec[i];
 		const struct wcctl_record_info *ri = &img->rinfo[i];
 
-		fprintf(f, "%s\n%s    {\"slot\": %u, \"offset\": %" PRIu64 ", \"seq\": %" PRIu64
-		        ", \"count\": %" PRIu64 ", \"found\": %" PRIu64
-		        ", \"intact\": %s, \"valid\": %s, \"state\": ",
-		        i ? "," : "", indent, i, wcctl_record_offset(i), r->seq, r->count, ri->found,
-		        ri->intact ? "true" : "false", ri->matches ? "true" : "false");
-		wct_json_string(f, wcctl_record_state_name((enum wcctl_record_state)ri->state));
-		fputc('}', f);
+		wct_json_object(j, NULL, false);
+		wct_json_u64(j, "slot", i);
+		wct_json_u64(j, "offset", wcctl_record_offset(i));
+		wct_json_u64(j, "seq", r->seq);
+		wct_json_u64(j, "count", r->count);
+		wct_json_u64(j, "found", ri->found);
+		wct_json_bool(j, "intact", ri->intact);
+		wct_json_bool(j, "valid", ri->matches);
+		wct_json_str(j, "state", wcctl_record_state_name((enum wcctl_record_state)ri->state));
+		wct_json_end(j);
 	}
-	fprintf(f, "\n%s  ]\n%s}", indent, indent);
+	wct_json_end(j);
+	wct_json_end(j);
 }

@@ -64,6 +64,7 @@ static void check_usage(FILE *f)
 struct problems {
 	uint64_t printed, max, left_out;
 	bool json;
+	struct wct_json j;
 };
 
 static void problem(struct problems *p, const char *kind, const char *fmt, ...)
@@ -82,36 +83,54 @@ static void problem(struct problems *p, const char *kind, const char *fmt, ...)
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	if (p->json) {
-		printf("%s\n    {\"kind\": \"%s\", \"text\": ", p->printed ? "," : "", kind);
-		wct_json_string(stdout, text);
-		putchar('}');
+		wct_json_object(&p->j, NULL, false);
+		wct_json_str(&p->j, "kind", kind);
+		wct_json_str(&p->j, "text", text);
+		wct_json_end(&p->j);
 	} else {
 		printf("%s: %s\n", kind, text);
 	}
 	p->printed++;
 }
 
-/* The superblock's fields as a JSON object (no trailing newline). */
-static void json_sb(const struct wcctl_image *img)
+/* The superblock's fields as the JSON object `key`. */
+static void json_sb(struct wct_json *j, const char *key, const struct wcctl_image *img)
 {
 	const struct wc_pmem_sb *sb = &img->sb;
 	char uuid[40];
 
-	printf("{\"version\": %u, \"block_size\": %u, \"n_blocks\": %" PRIu64
-	       ", \"origin_size\": %" PRIu64 ", \"uuid\": ",
-	       sb->version, sb->block_size, sb->n_blocks, sb->origin_size);
-	wct_json_string(stdout, wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid));
-	printf(", \"format_time\": %" PRIu64 ", \"entries_offset\": %" PRIu64
-	       ", \"data_offset\": %" PRIu64 ", \"file_size\": %" PRIu64 "}",
-	       sb->format_time, img->layout.entries_offset, img->layout.data_offset, img->file_size);
+	wct_json_object(j, key, false);
+	wct_json_u64(j, "version", sb->version);
+	wct_json_u64(j, "block_size", sb->block_size);
+	wct_json_u64(j, "n_blocks", sb->n_blocks);
+	wct_json_u64(j, "origin_size", sb->origin_size);
+	wct_json_str(j, "uuid", wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid));
+	wct_json_u64(j, "format_time", sb->format_time);
+	wct_json_u64(j, "entries_offset", img->layout.entries_offset);
+	wct_json_u64(j, "data_offset", img->layout.data_offset);
+	wct_json_u64(j, "file_size", img->file_size);
+	wct_json_end(j);
 }
 
-static void json_counts(const struct wcctl_image *img)
+static void json_counts(struct wct_json *j, const char *key, const struct wcctl_image *img)
 {
-	printf("{\"committed\": %" PRIu64 ", \"superseded\": %" PRIu64 ", \"uncommitted\": %" PRIu64
-	       ", \"free\": %" PRIu64 ", \"outside_origin\": %" PRIu64 ", \"duplicate\": %" PRIu64 "}",
-	       img->n_committed, img->n_superseded, img->n_uncommitted, img->n_free, img->n_outside,
-	       img->n_duplicate);
+	wct_json_object(j, key, false);
+	wct_json_u64(j, "committed", img->n_committed);
+	wct_json_u64(j, "superseded", img->n_superseded);
+	wct_json_u64(j, "uncommitted", img->n_uncommitted);
+	wct_json_u64(j, "free", img->n_free);
+	wct_json_u64(j, "outside_origin", img->n_outside);
+	wct_json_u64(j, "duplicate", img->n_duplicate);
+	wct_json_end(j);
+}
+
+/* The head every JSON view of an image starts with. */
+static void json_head(struct wct_json *j, const struct wcctl_image *img)
+{
+	wct_json_init(j, stdout);
+	wct_json_object(j, NULL, true);
+	wct_json_str(j, "cache", img->path);
+	wcctl_json_live(j, img);
 }
 
 int wcctl_check(int argc, char **argv)
@@ -141,13 +160,13 @@ int wcctl_check(int argc, char **argv)
 		printf("state: %s: read without writing while its owner works on it\n",
 		       wcctl_live_str(live, sizeof(live), &img));
 	if (ret && pr.json) {
-		printf("{\n  \"cache\": ");
-		wct_json_string(stdout, img.path);
-		printf(",\n  ");
-		wcctl_json_live(stdout, &img);
-		printf(",\n  \"superblock\": {\"ok\": false, \"error\": ");
-		wct_json_string(stdout, wc_errmsg());
-		printf("},\n  \"result\": \"damaged\"\n}\n");
+		json_head(&pr.j, &img);
+		wct_json_object(&pr.j, "superblock", false);
+		wct_json_bool(&pr.j, "ok", false);
+		wct_json_str(&pr.j, "error", wc_errmsg());
+		wct_json_end(&pr.j);
+		wct_json_str(&pr.j, "result", "damaged");
+		wct_json_end(&pr.j);
 		wcctl_image_close(&img);
 		return WCCTL_FAIL;
 	}
@@ -165,15 +184,13 @@ int wcctl_check(int argc, char **argv)
 		return WCCTL_FAIL;
 	}
 	if (pr.json) {
-		printf("{\n  \"cache\": ");
-		wct_json_string(stdout, img.path);
-		printf(",\n  ");
-		wcctl_json_live(stdout, &img);
-		printf(",\n  \"superblock\": {\"ok\": true, \"fields\": ");
-		json_sb(&img);
-		printf("},\n  \"commit\": ");
-		wcctl_json_commit(stdout, &img, "  ");
-		printf(",\n  \"problems\": [");
+		json_head(&pr.j, &img);
+		wct_json_object(&pr.j, "superblock", false);
+		wct_json_bool(&pr.j, "ok", true);
+		json_sb(&pr.j, "fields", &img);
+		wct_json_end(&pr.j);
+		wcctl_json_commit(&pr.j, "commit", &img);
+		wct_json_array(&pr.j, "problems", true);
 	} else {
 		printf("superblock: ok\n");
 		print_sb(&img, "  ");
@@ -227,11 +244,12 @@ int wcctl_check(int argc, char **argv)
 	 * it, so what looks inconsistent here is a read that raced a commit,
 	 * not damage. */
 	if (pr.json) {
-		printf("%s],\n  \"problems_left_out\": %s,\n  \"entries\": ", pr.printed ? "\n  " : "",
-		       pr.left_out ? "true" : "false");
-		json_counts(&img);
-		printf(",\n  \"damaged_entries\": %" PRIu64 ",\n  \"result\": \"%s\"\n}\n", damage,
-		       !damage ? "clean" : img.live ? "live-unsettled" : "damaged");
+		wct_json_end(&pr.j);
+		wct_json_bool(&pr.j, "problems_left_out", pr.left_out);
+		json_counts(&pr.j, "entries", &img);
+		wct_json_u64(&pr.j, "damaged_entries", damage);
+		wct_json_str(&pr.j, "result", !damage ? "clean" : img.live ? "live-unsettled" : "damaged");
+		wct_json_end(&pr.j);
 		wcctl_image_close(&img);
 		return damage && !img.live ? WCCTL_FAIL : WCCTL_OK;
 	}
@@ -274,7 +292,7 @@ int wcctl_dump(int argc, char **argv)
 {
 	const char *cmd = argv[0];
 	struct wcctl_image img;
-	bool all = false, json = false, first = true;
+	bool all = false, json = false;
 	char live[256];
 	const struct wct_opt opts[] = {
 		WCT_OPT_FLAG("all", &all),
@@ -297,44 +315,42 @@ int wcctl_dump(int argc, char **argv)
 		return WCCTL_FAIL;
 	}
 	if (json) {
-		printf("{\n  \"cache\": ");
-		wct_json_string(stdout, img.path);
-		printf(",\n  ");
-		wcctl_json_live(stdout, &img);
-		printf(",\n  \"superblock\": ");
-		json_sb(&img);
-		printf(",\n  \"commit\": ");
-		wcctl_json_commit(stdout, &img, "  ");
-		printf(",\n  \"counts\": ");
-		json_counts(&img);
-		printf(",\n  \"entries\": [");
+		struct wct_json j;
+
+		json_head(&j, &img);
+		json_sb(&j, "superblock", &img);
+		wcctl_json_commit(&j, "commit", &img);
+		json_counts(&j, "counts", &img);
+		wct_json_array(&j, "entries", true);
 		for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
 			const struct wc_pmem_entry *pe = &img.entries[i];
 			const struct wcctl_entry_info *e = &img.info[i];
 
 			if (e->state == WCCTL_FREE && !all)
 				continue;
-			printf("%s\n    {\"index\": %" PRIu64 ", \"offset\": %" PRIu64, first ? "" : ",",
-			       i, wcctl_entry_offset(&img, i));
+			wct_json_object(&j, NULL, false);
+			wct_json_u64(&j, "index", i);
+			wct_json_u64(&j, "offset", wcctl_entry_offset(&img, i));
 			/* null for all-ones: a free entry's seq, a never used entry's block */
 			if (pe->origin_block == WC_NONE)
-				printf(", \"origin_block\": null");
+				wct_json_null(&j, "origin_block");
 			else
-				printf(", \"origin_block\": %" PRIu64, pe->origin_block);
+				wct_json_u64(&j, "origin_block", pe->origin_block);
 			if (pe->seq == WC_NONE)
-				printf(", \"seq\": null");
+				wct_json_null(&j, "seq");
 			else
-				printf(", \"seq\": %" PRIu64, pe->seq);
-			printf(", \"state\": \"%s\", \"data_offset\": %" PRIu64 ", \"other\": ",
-			       wcctl_state_name(e->state),
-			       img.layout.data_offset + i * (uint64_t)img.layout.block_size);
+				wct_json_u64(&j, "seq", pe->seq);
+			wct_json_str(&j, "state", wcctl_state_name(e->state));
+			wct_json_u64(&j, "data_offset",
+			             img.layout.data_offset + i * (uint64_t)img.layout.block_size);
 			if (e->other == WCCTL_NO_ENTRY)
-				printf("null}");
+				wct_json_null(&j, "other");
 			else
-				printf("%" PRIu32 "}", e->other);
-			first = false;
+				wct_json_u64(&j, "other", e->other);
+			wct_json_end(&j);
 		}
-		printf("%s]\n}\n", first ? "" : "\n  ");
+		wct_json_end(&j);
+		wct_json_end(&j);
 		wcctl_image_close(&img);
 		return WCCTL_OK;
 	}

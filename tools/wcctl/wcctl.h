@@ -107,8 +107,8 @@ struct wcctl_image {
 int wcctl_image_open(struct wcctl_image *img, const char *path);
 /* "live, in use by pid 1234 (server)" (img->live). */
 const char *wcctl_live_str(char *buf, size_t len, const struct wcctl_image *img);
-/* "\"live\": true, \"in_use_by\": 1234" (null when the pid is unknown). */
-void wcctl_json_live(FILE *f, const struct wcctl_image *img);
+/* Members "live": true, "in_use_by": 1234 (null when the pid is unknown). */
+void wcctl_json_live(struct wct_json *j, const struct wcctl_image *img);
 /* Map the entry array (needs sb_ok) and compute the commit point from the
  * floor, the two records and the entries, as recovery does (fills cp,
  * rinfo, cp_slot).  0 or -errno with a message. */
@@ -132,8 +132,8 @@ const char *wcctl_commit_source(char *buf, size_t len, const struct wcctl_image 
 /* The floor, both records and the commit point, one line each, every line
  * starting with `prefix`. */
 void wcctl_print_commit(const struct wcctl_image *img, const char *prefix);
-/* The same as a JSON object (no trailing newline), lines indented by `indent`. */
-void wcctl_json_commit(FILE *f, const struct wcctl_image *img, const char *indent);
+/* The same as the JSON object `key`. */
+void wcctl_json_commit(struct wct_json *j, const char *key, const struct wcctl_image *img);
 
 /* ---- util.c ----------------------------------------------------------- */
 
