@@ -66,6 +66,8 @@ const char *wct_size_str(char *buf, size_t len, uint64_t bytes)
 /* ---- options ------------------------------------------------------------- */
 
 #define WCT_MAX_OPTS 40
+/* getopt_long's value for --help: above every table index (1..n). */
+#define WCT_OPT_HELP 1000
 
 static int opt_value(const char *cmd, const struct wct_opt *o, const char *arg)
 {
@@ -128,13 +130,13 @@ int wct_opts_parse(const char *cmd, const struct wct_opt *opts, int argc, char *
 		lo[n] = (struct option){ opts[n].name,
 		                         opts[n].kind == WCT_FLAG ? no_argument : required_argument,
 		                         NULL, (int)n + 1 };
-	lo[n] = (struct option){ "help", no_argument, NULL, 'h' + 1000 };
+	lo[n] = (struct option){ "help", no_argument, NULL, WCT_OPT_HELP };
 	lo[n + 1] = (struct option){ NULL, 0, NULL, 0 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		const struct wct_opt *o;
 
-		if (c == 'h' + 1000) {
+		if (c == WCT_OPT_HELP) {
 			usage(stdout);
 			exit(0);
 		}
