@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "abi.h"
-#include "config.h"
+#include "wcconfig.h"
 #include "error.h"
 
 _Static_assert(WC_CONFIG_SIZE_0_2 == sizeof(struct wc_config),

@@ -14,7 +14,7 @@
 
 #include "abi.h"
 #include "cache_impl.h"
-#include "config.h"
+#include "wcconfig.h"
 #include "error.h"
 #include "map.h"
 #include "policy_line.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "wcconfig.h"
 #include "error.h"
 
 /* dm-writecache's defaults for pmem (HIGH_WATERMARK 50, LOW_WATERMARK 45,

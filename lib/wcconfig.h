@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* config.h -- cache configuration checks shared by create and open. */
-#ifndef WC_CONFIG_H
-#define WC_CONFIG_H
+/* wcconfig.h -- cache configuration checks shared by create and open.  Not
+ * named config.h: that is configure's header, and with lib/ first on the
+ * include path a library header of that name hid it. */
+#ifndef WC_WCCONFIG_H
+#define WC_WCCONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
