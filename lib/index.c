@@ -48,9 +48,10 @@ void wc_index_fini(struct wc_cache *c)
 	}
 }
 
+/* find, insert and remove also serve recovery, which runs alone and takes
+ * no shard lock: their callers on the I/O path assert the lock. */
 uint32_t wc_index_find(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
 {
-	WC_ASSERT(wc_spin_held_by_me(&s->lock));
 	for (uint32_t i = *wc_bucket(s, origin); i != WC_NIL; i = c->e[i].hash_next)
 		if (c->e[i].origin == origin && (c->e[i].flags & WC_E_CURRENT))
 			return i;
@@ -61,7 +62,6 @@ void wc_index_insert(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
 	uint32_t *head = wc_bucket(s, c->e[idx].origin);
 
-	WC_ASSERT(wc_spin_held_by_me(&s->lock));
 	WC_ASSERT(!(c->e[idx].flags & WC_E_INDEXED));
 	c->e[idx].hash_next = *head;
 	*head = idx;
@@ -72,7 +72,6 @@ void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
 	uint32_t *p = wc_bucket(s, c->e[idx].origin);
 
-	WC_ASSERT(wc_spin_held_by_me(&s->lock));
 	while (*p != WC_NIL && *p != idx)
 		p = &c->e[*p].hash_next;
 	if (*p == idx)
