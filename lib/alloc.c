@@ -190,11 +190,18 @@ static void push_locked(struct wc_cache *c, struct wc_freelist *p, uint32_t idx)
 {
 	struct wc_entry *e = &c->e[idx];
 
+	/* Nothing frees a block still indexed, current or under write-back
+	 * (a version under write-back is freed by write-back's finish). */
+	WC_ASSERT(!(e->flags & (WC_E_INDEXED | WC_E_CURRENT | WC_E_WB)));
+	WC_ASSERT(wc_spin_held_by_me(&p->lock));
+	WC_ASSERT(p->count < wc_free_part_room(c->layout.n_blocks));
 	wc_entry_set_flags(e, 0);
 	/* Before the block can be handed out again: a reader that copied out
 	 * of it with no lock sees the change (io.c, read_block). */
 	__atomic_store_n(&e->gen, (uint16_t)(__atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1),
 	                 __ATOMIC_RELEASE);
+	/* Odd while free (io.c, read_block). */
+	WC_ASSERT(__atomic_load_n(&e->gen, __ATOMIC_RELAXED) & 1);
 	wc_entry_set_origin(e, WC_NONE);
 	e->seq = WC_NONE;
 	p->stack[p->count] = idx;

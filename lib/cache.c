@@ -12,8 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "cache_impl.h"
-#include "config.h"
+#include "wcconfig.h"
 #include "error.h"
 #include "map.h"
 #include "policy_line.h"
@@ -57,8 +58,9 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 	if (!c)
 		return wc_err(-ENOMEM, "%s: cache state", cache_path);
 	c->fd = -1;
+	ret = 0;
 	if (cfg)
-		c->cfg = *cfg;
+		ret = wc_config_import(&c->cfg, cfg);
 	else {
 		wc_config_init(&c->cfg);
 		if (open)
@@ -71,7 +73,8 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 	}
 	pthread_mutex_init(&c->commit_lock, NULL);
 	*out = c;
-	ret = wc_config_validate(&c->cfg, open);
+	if (!ret)
+		ret = wc_config_validate(&c->cfg, open);
 	if (ret)
 		return wc_err(ret, "%s: %s", cache_path, wc_errmsg());
 	ret = wc_flush_policy_init(&c->fp, &c->cfg.pmem);
@@ -263,13 +266,15 @@ fail:
 	return cache_end(out, c, ret, false);
 }
 
-int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
+WC_SYMVER(wc_create_origin_0_2, "wc_create_origin@@WCACHE_0.2");
+int wc_create_origin_0_2(wc_cache **out, const char *cache_path, struct wc_origin origin,
                      const struct wc_config *cfg)
 {
 	return create_locked(out, cache_path, origin, cfg, -1);
 }
 
-int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
+WC_SYMVER(wc_open_origin_0_2, "wc_open_origin@@WCACHE_0.2");
+int wc_open_origin_0_2(wc_cache **out, const char *cache_path, struct wc_origin origin,
                    const struct wc_config *cfg)
 {
 	return open_locked(out, cache_path, origin, cfg, -1);
@@ -308,13 +313,15 @@ static int with_path_origin(wc_cache **out, const char *cache_path, const char *
 	return ret;
 }
 
-int wc_create(wc_cache **out, const char *cache_path, const char *origin_path,
+WC_SYMVER(wc_create_0_2, "wc_create@@WCACHE_0.2");
+int wc_create_0_2(wc_cache **out, const char *cache_path, const char *origin_path,
               const struct wc_config *cfg)
 {
 	return with_path_origin(out, cache_path, origin_path, cfg, false);
 }
 
-int wc_open(wc_cache **out, const char *cache_path, const char *origin_path,
+WC_SYMVER(wc_open_0_2, "wc_open@@WCACHE_0.2");
+int wc_open_0_2(wc_cache **out, const char *cache_path, const char *origin_path,
             const struct wc_config *cfg)
 {
 	return with_path_origin(out, cache_path, origin_path, cfg, true);

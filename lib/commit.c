@@ -123,6 +123,10 @@ static void version_unlink(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
 	struct wc_entry *e = &c->e[idx];
 
+	WC_ASSERT(wc_spin_held_by_me(&s->lock));
+	/* A current version is on its chain (reads find it there). */
+	WC_ASSERT(!(e->flags & WC_E_CURRENT) || (e->flags & WC_E_INDEXED));
+	WC_ASSERT(!(e->flags & WC_E_CURRENT) || s->current > 0);
 	if (e->flags & WC_E_CURRENT)
 		s->current--;
 	if (e->flags & WC_E_INDEXED)
@@ -508,7 +512,10 @@ static bool floor_raise(struct wc_cache *c)
 
 void wc_commit_confirm_locked(struct wc_cache *c)
 {
-	bool stored = floor_raise(c);
+	bool stored;
+
+	WC_ASSERT(wc_mutex_is_locked(&c->commit_lock));
+	stored = floor_raise(c);
 
 	if (c->pending_n)
 		wc_release_freed_locked(c); /* drains the floor too */

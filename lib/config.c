@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "wcconfig.h"
 #include "error.h"
 #include "size.h"
 
 /* dm-writecache's defaults for pmem (HIGH_WATERMARK 50, LOW_WATERMARK 45,
  * AUTOCOMMIT_BLOCKS_PMEM 64, AUTOCOMMIT_MSEC 1000). */
-void wc_config_init(struct wc_config *cfg)
+void wc_config_defaults(struct wc_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->block_size = 4096;

@@ -48,6 +48,8 @@ void wc_index_fini(struct wc_cache *c)
 	}
 }
 
+/* find, insert and remove also serve recovery, which runs alone and takes
+ * no shard lock: their callers on the I/O path assert the lock. */
 uint32_t wc_index_find(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
 {
 	for (uint32_t i = *wc_bucket(s, origin); i != WC_NIL; i = c->e[i].hash_next)
@@ -60,6 +62,7 @@ void wc_index_insert(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 {
 	uint32_t *head = wc_bucket(s, c->e[idx].origin);
 
+	WC_ASSERT(!(c->e[idx].flags & WC_E_INDEXED));
 	c->e[idx].hash_next = *head;
 	*head = idx;
 	wc_entry_set_flags(&c->e[idx], c->e[idx].flags | WC_E_INDEXED);
@@ -91,6 +94,7 @@ void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t orig
 {
 	uint32_t i = *wc_bucket(s, origin);
 
+	WC_ASSERT(wc_spin_held_by_me(&s->lock));
 	while (i != WC_NIL) {
 		uint32_t next = c->e[i].hash_next; /* fn may unlink i */
 
@@ -102,6 +106,8 @@ void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t orig
 
 void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
 {
+	/* Lock order: commit_lock before a shard lock (cache_impl.h). */
+	WC_ASSERT(!wc_spin_held_by_me(&s->lock));
 	pthread_mutex_lock(&c->commit_lock);
 	wc_commit_confirm_locked(c);
 	wc_spin_lock(&s->lock);

@@ -76,6 +76,9 @@ static void supersede(struct wc_cache *c, struct wc_shard *s, uint32_t old, uint
 {
 	struct wc_entry *e = &c->e[old];
 
+	WC_ASSERT(wc_spin_held_by_me(&s->lock));
+	WC_ASSERT((e->flags & (WC_E_CURRENT | WC_E_INDEXED)) == (WC_E_CURRENT | WC_E_INDEXED));
+	WC_ASSERT(s->current > 0);
 	wc_entry_set_flags(e, (e->flags & ~WC_E_CURRENT) | WC_E_SUPERSEDED);
 	s->current--;
 	if (e->seq == epoch) {
@@ -233,6 +236,9 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 		uint32_t old = wc_index_find(c, s, block + i);
 		struct wc_entry *e = &c->e[idx[i]];
 		uint16_t gen = (uint16_t)(__atomic_load_n(&e->gen, __ATOMIC_RELAXED) + 1);
+
+		/* Freed (odd) until now: this publication makes it even. */
+		WC_ASSERT(!(gen & 1));
 
 		if (old != WC_NIL)
 			supersede(c, s, old, epoch);

@@ -4,16 +4,18 @@
  * lock it already holds; reading sums the shards (OCF lost ~700K IOPS to
  * shared statistics counters: we keep none on the I/O path).
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "cache_impl.h"
 #include "error.h"
 #include "map.h"
 
-int wc_get_stats(wc_cache *c, struct wc_stats *st)
+/* The 0.1 struct ended before `reserved` (docs/ABI.md). */
+#define WC_STATS_SIZE_0_1 offsetof(struct wc_stats, reserved)
+
+static int stats_fill(wc_cache *c, struct wc_stats *st)
 {
-	if (!c || !st)
-		return wc_err(-EINVAL, "wc_get_stats: NULL %s", c ? "stats" : "cache");
 	memset(st, 0, sizeof(*st));
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		struct wc_shard *s = &c->shards[i];
@@ -51,6 +53,34 @@ int wc_get_stats(wc_cache *c, struct wc_stats *st)
 	st->pmem = c->fp.info;
 	st->pmem_source = c->policy_source ? c->policy_source : "engine";
 	return 0;
+}
+
+/* Writes only the caller's `size` bytes: a program built against an older
+ * header has a shorter struct. */
+int wc_get_stats_size(wc_cache *c, struct wc_stats *st, size_t size)
+{
+	struct wc_stats full;
+	int ret;
+
+	if (!c || !st)
+		return wc_err(-EINVAL, "wc_get_stats: NULL %s", c ? "stats" : "cache");
+	if (size < WC_STATS_SIZE_0_1)
+		return wc_err(-EINVAL, "wc_get_stats: struct size %zu is below the smallest (%zu)",
+		              size, (size_t)WC_STATS_SIZE_0_1);
+	ret = stats_fill(c, &full);
+	if (ret)
+		return ret;
+	if (size > sizeof(full)) {
+		memset((char *)st + sizeof(full), 0, size - sizeof(full));
+		size = sizeof(full);
+	}
+	memcpy(st, &full, size);
+	return 0;
+}
+
+int (wc_get_stats)(wc_cache *c, struct wc_stats *st)
+{
+	return wc_get_stats_size(c, st, WC_STATS_SIZE_0_1);
 }
 
 void wc_clear_stats(wc_cache *c)

@@ -26,8 +26,8 @@
 extern "C" {
 #endif
 
-#define WCACHE_VERSION_MAJOR 0
-#define WCACHE_VERSION_MINOR 1
+/* WCACHE_VERSION_MAJOR, _MINOR, _PATCH: the release this header came with. */
+#include "wcache_version.h"
 
 /* ======================================================================
  * Flush engine: moving bytes into the persistence domain (usable alone)
@@ -185,9 +185,22 @@ struct wc_config {
 	unsigned writeback_max_io_kib; /* largest merged write-back I/O; default 1024 */
 	uint64_t cache_size;        /* wc_create: create or extend a regular cache file to this
 	                               many bytes (0 = use the file as it is) */
+	/* ABI (docs/ABI.md).  The library reads only the fields `size` covers,
+	 * so a program keeps working with a later library that grew the
+	 * struct.  wc_config_init() sets it; 0 reads as the size of release
+	 * 0.2, the first to have it. */
+	uint32_t size;
+	uint32_t reserved0;         /* must be 0 */
+	uint64_t reserved[6];       /* must be 0: room for later fields, whose 0
+	                               will mean "as before" */
 };
 
+/* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 void wc_config_init(struct wc_config *cfg);
+/* Defaults (every field above), with `size` = the caller's sizeof: a macro,
+ * so the size is the one the caller was compiled with. */
+void wc_config_init_size(struct wc_config *cfg, size_t size);
+#define wc_config_init(cfg) wc_config_init_size((cfg), sizeof(struct wc_config))
 /* "block_size=4096,high_watermark=60,cleaner=1,pmem_force=nt,..."; unknown
  * key or bad value -> -EINVAL + message naming the key. */
 int wc_config_parse(struct wc_config *cfg, const char *options);
@@ -273,8 +286,14 @@ struct wc_stats {
 	 * to measure on, or there is nothing to choose), "granularity" (byte or
 	 * page: no flush instructions to choose between). */
 	const char *pmem_source;
+	uint64_t reserved[8];       /* 0: room for later counters */
 };
+/* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 int wc_get_stats(wc_cache *c, struct wc_stats *st);
+/* Fills the first `size` bytes of *st (the caller's sizeof, passed by the
+ * macro); bytes past what this library knows are zeroed. */
+int wc_get_stats_size(wc_cache *c, struct wc_stats *st, size_t size);
+#define wc_get_stats(c, st) wc_get_stats_size((c), (st), sizeof(struct wc_stats))
 void wc_clear_stats(wc_cache *c);
 
 /* Thread-local message describing the last failure in this thread. */

@@ -6,7 +6,13 @@
  */
 #include <string.h>
 
+/* configure's config.h: WC_HAVE_AVX512 says nt_avx512.c is built.  Without
+ * it the AVX-512 strategy is silently absent, so insist on the right
+ * header rather than whatever config.h the include path finds first. */
 #include "config.h"
+#ifndef PACKAGE_VERSION
+#error "lib/flush/strategy.c needs configure's config.h (WC_HAVE_AVX512)"
+#endif
 #include "engine.h"
 
 #if defined(__x86_64__)

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * abi.c -- the caller's struct sizes (docs/ABI.md).
+ *
+ * Programs allocate struct wc_config and struct wc_stats themselves, at the
+ * size of the header they were compiled with.  A program built against
+ * 0.1 has neither a `size` field nor reserved space, so the 0.1 entry
+ * points that take a config stay exported under WCACHE_0.1 (bound by such
+ * programs) and read only the 0.1 layout; the default versions, WCACHE_0.2,
+ * read `size`.  Later releases grow the structs into the reserved space
+ * or past it without new symbol versions: `size` says what the caller has.
+ */
+#include <string.h>
+
+#include "abi.h"
+#include "wcconfig.h"
+#include "error.h"
+
+_Static_assert(WC_CONFIG_SIZE_0_2 == sizeof(struct wc_config),
+               "struct wc_config changed: update WC_CONFIG_SIZE_0_2's meaning and docs/ABI.md");
+
+static bool all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+static void copy_prefix(void *dst, size_t dst_size, const void *src, size_t src_size)
+{
+	memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
+}
+
+void wc_config_init_size(struct wc_config *cfg, size_t size)
+{
+	struct wc_config d;
+
+	if (!cfg)
+		return;
+	wc_config_defaults(&d);
+	d.size = (uint32_t)size;
+	/* A caller newer than this library: its fields unknown here are 0,
+	 * which for every later field means "as before". */
+	if (size > sizeof(d))
+		memset((char *)cfg + sizeof(d), 0, size - sizeof(d));
+	copy_prefix(cfg, size, &d, sizeof(d));
+}
+
+/* 0.1: the struct ended before `size`. */
+void (wc_config_init)(struct wc_config *cfg)
+{
+	struct wc_config d;
+
+	if (!cfg)
+		return;
+	wc_config_defaults(&d);
+	memcpy(cfg, &d, WC_CONFIG_SIZE_0_1);
+}
+
+int wc_config_import(struct wc_config *dst, const struct wc_config *src)
+{
+	size_t size = src->size ? src->size : WC_CONFIG_SIZE_0_2;
+
+	if (size < WC_CONFIG_SIZE_0_1 + sizeof(src->size))
+		return wc_err(-EINVAL, "struct wc_config: size %zu is too small (initialise it with "
+		              "wc_config_init())", size);
+	if (size > sizeof(*dst) && !all_zero((const char *)src + sizeof(*dst), size - sizeof(*dst)))
+		return wc_err(-EINVAL, "struct wc_config: fields past the %zu bytes libwcache %s knows "
+		              "are set (the program was built against a newer libwcache)",
+		              sizeof(*dst), WCACHE_VERSION_STRING);
+	memset(dst, 0, sizeof(*dst));
+	copy_prefix(dst, sizeof(*dst), src, size);
+	if (dst->reserved0 || !all_zero(dst->reserved, sizeof(dst->reserved)))
+		return wc_err(-EINVAL, "struct wc_config: reserved fields are set (the program was "
+		              "built against a newer libwcache than %s, or did not zero them)",
+		              WCACHE_VERSION_STRING);
+	dst->size = sizeof(*dst);
+	return 0;
+}
+
+static void import_0_1(struct wc_config *dst, const struct wc_config *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst, src, WC_CONFIG_SIZE_0_1);
+	dst->size = sizeof(*dst);
+}
+
+/* The 0.1 entry points: a NULL config stays NULL (the defaults). */
+#define COMPAT_0_1(name, ...)                                                       \
+	int name##_0_1(wc_cache **out, const char *cache_path, __VA_ARGS__,         \
+	               const struct wc_config *cfg);                                \
+	WC_SYMVER(name##_0_1, #name "@WCACHE_0.1");                                 \
+	int name##_0_1(wc_cache **out, const char *cache_path, __VA_ARGS__,         \
+	               const struct wc_config *cfg)                                 \
+	{                                                                           \
+		struct wc_config full;                                              \
+                                                                                    \
+		if (cfg)                                                            \
+			import_0_1(&full, cfg);                                     \
+		return name##_0_2(out, cache_path, ARG, cfg ? &full : NULL);              \
+	}
+
+#define ARG origin_path
+COMPAT_0_1(wc_create, const char *origin_path)
+COMPAT_0_1(wc_open, const char *origin_path)
+#undef ARG
+#define ARG origin
+COMPAT_0_1(wc_create_origin, struct wc_origin origin)
+COMPAT_0_1(wc_open_origin, struct wc_origin origin)
+#undef ARG

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wcache.h -- libwcache public API: a persistent-memory write-back cache in
+ * front of a slow block device, and the flush engine it is built on.
+ *
+ * Conventions (every function):
+ *  - returns 0 (or a byte count) on success and a negative errno value on
+ *    failure; errno itself is never relied upon;
+ *  - after a failure, wc_errmsg() returns a thread-local message saying what
+ *    failed, where (path, offset) and why; it stays valid until the next
+ *    failing call in the same thread;
+ *  - everything is thread-safe unless said otherwise.
+ *
+ * Build: pkg-config --cflags --libs wcache
+ */
+#ifndef WCACHE_H
+#define WCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WCACHE_VERSION_MAJOR 0
+#define WCACHE_VERSION_MINOR 1
+
+/* ======================================================================
+ * Flush engine: moving bytes into the persistence domain (usable alone)
+ * ====================================================================== */
+
+/*
+ * Copy/set/flush start write-back of the destination lines but do NOT fence:
+ * the bytes are persistent only after a later wc_pmem_drain() in the same
+ * thread (or wc_pmem_persist()).  Any length (0 .. gigabytes) and any
+ * alignment; no byte outside [dst, dst + n) is ever written.
+ * The destination must not overlap the source.
+ */
+void wc_pmem_memcpy(void *pmem_dst, const void *src, size_t n);
+void wc_pmem_memset(void *pmem_dst, int c, size_t n);
+/* Write back lines the caller stored with ordinary (cached) stores. */
+void wc_pmem_flush(const void *addr, size_t n);
+/* SFENCE: everything copied, set or flushed above by this thread is now
+ * in the persistence domain. */
+void wc_pmem_drain(void);
+/* wc_pmem_flush() + wc_pmem_drain(). */
+void wc_pmem_persist(const void *addr, size_t n);
+
+#define WC_PMEM_THRESHOLD_AUTO ((size_t)-2) /* calibrate on this machine */
+
+enum {
+	WC_PMEM_AUTO = 0,     /* size-based policy */
+	WC_PMEM_FORCE_NT,     /* non-temporal stores at every size */
+	WC_PMEM_FORCE_CACHED, /* cached stores + flush at every size */
+};
+
+enum {
+	WC_PMEM_CLFLUSHOPT = 0, /* default flush instruction of the cached path */
+	WC_PMEM_CLWB,
+};
+
+/* CPU feature bits (wc_pmem_info.cpu, wc_pmem_config.disable). */
+#define WC_CPU_CLFLUSH    (1u << 0)
+#define WC_CPU_CLFLUSHOPT (1u << 1)
+#define WC_CPU_CLWB       (1u << 2)
+#define WC_CPU_SSE2       (1u << 3)
+#define WC_CPU_AVX2       (1u << 4)
+#define WC_CPU_AVX512F    (1u << 5)
+#define WC_CPU_MOVDIR64B  (1u << 6)
+#define WC_CPU_SSE42      (1u << 7)
+
+struct wc_pmem_config {
+	size_t threshold;   /* bytes; copies >= threshold use the cached path.
+	                       0 = library default (768); WC_PMEM_THRESHOLD_AUTO =
+	                       calibrate; SIZE_MAX = non-temporal at every size */
+	int force;          /* WC_PMEM_AUTO, WC_PMEM_FORCE_NT, WC_PMEM_FORCE_CACHED */
+	int flush_insn;     /* WC_PMEM_CLFLUSHOPT (default) or WC_PMEM_CLWB */
+	unsigned disable;   /* WC_CPU_* bits to pretend absent (tests) */
+	unsigned line_size; /* 0 = from CPUID; a test may pretend another size */
+};
+
+/* Set the process-wide policy used by the wc_pmem_* functions.  Call before
+ * use; concurrent copies keep the policy they started with.  NULL = reset to
+ * the defaults (environment included).  -EINVAL + message on a bad field. */
+int wc_pmem_configure(const struct wc_pmem_config *cfg);
+
+struct wc_pmem_info {
+	unsigned line_size;  /* bytes, from CPUID leaf 1 (or pretended) */
+	unsigned cpu;        /* WC_CPU_* bits detected (before `disable`) */
+	size_t threshold;    /* in force */
+	const char *small_strategy, *large_strategy; /* e.g. "nt-avx512",
+	                                 "cached+clflushopt" */
+	const char *reason;  /* why: "default 768", "env WC_PMEM_THRESHOLD",
+	                        "cpu quirk nt-good (...)", "calibrated", ... */
+	const char *vendor;  /* CPUID vendor string */
+	unsigned family, model, stepping;
+};
+int wc_pmem_info(struct wc_pmem_info *out);
+
+/* Measure the crossover between the non-temporal and the cached path on this
+ * machine (<= ~100 ms).  *threshold_out receives the recommended threshold
+ * (SIZE_MAX when non-temporal stores win at every size). */
+int wc_pmem_calibrate(size_t *threshold_out);
+
+/* ======================================================================
+ * Origin: the slow device behind the cache, reached only through ops
+ * ====================================================================== */
+
+enum wc_origin_op { WC_ORIGIN_READ = 0, WC_ORIGIN_WRITE = 1 };
+
+/* One asynchronous origin request.  The cache fills it and calls submit();
+ * the backend calls done(io, res) exactly once, from whatever thread calls
+ * poll() (or from its own thread), with res = bytes transferred or -errno.
+ * A short transfer is reported as the byte count; the cache treats it as an
+ * error or resubmits the rest. */
+struct wc_origin_io {
+	enum wc_origin_op op;
+	const struct iovec *iov;
+	int iovcnt;
+	uint64_t offset;
+	void (*done)(struct wc_origin_io *io, ssize_t res);
+	void *priv;            /* the cache's */
+	uint64_t backend[4];   /* the backend's scratch space */
+};
+
+struct wc_origin_ops {
+	/* Bytes addressable. */
+	int (*size)(void *ctx, uint64_t *bytes);
+	/* Queue one request; 0 or -errno (then done() is not called). */
+	int (*submit)(void *ctx, struct wc_origin_io *io);
+	/* Reap completions, calling done() for each; wait for at least
+	 * min_events unless timeout_ns passes (0 = do not wait).  Returns the
+	 * number completed or -errno.  Thread-safe. */
+	int (*poll)(void *ctx, unsigned min_events, uint64_t timeout_ns);
+	/* Make every completed write durable (fdatasync, FUA, ...). */
+	int (*flush)(void *ctx);
+	/* Optional (NULL = unsupported, the cache skips it). */
+	int (*discard)(void *ctx, uint64_t offset, uint64_t len);
+	/* Release everything; no request is in flight when called. */
+	void (*close)(void *ctx);
+	/* Alignment required of buffers, offsets and lengths (bytes). */
+	uint32_t (*alignment)(void *ctx);
+	/* A short description for stats/info, e.g. "libaio O_DIRECT /dev/sdb". */
+	const char *(*describe)(void *ctx);
+};
+
+struct wc_origin {
+	const struct wc_origin_ops *ops;
+	void *ctx;
+};
+
+/* The default backend: libaio on a regular file or block device, O_DIRECT
+ * where allowed, else buffered I/O + fdatasync.  `queue_depth` 0 = 256.
+ * Exclusive: a block device is opened O_EXCL (-EBUSY while mounted or held),
+ * and the file takes an exclusive lock until close, so a second origin on
+ * the same file, in this process or another, fails with -EBUSY and a
+ * message naming the path and, where it can be known, the holder's pid. */
+int wc_origin_open_aio(struct wc_origin *out, const char *path, unsigned queue_depth);
+
+/* ======================================================================
+ * Cache
+ * ====================================================================== */
+
+typedef struct wc_cache wc_cache;
+
+#define WC_FUA 1u /* wc_write flag: durable when the call returns */
+
+struct wc_config {
+	uint32_t block_size;        /* 512..65536, power of two; default 4096; fixed at format */
+	unsigned high_watermark;    /* % of blocks used that starts write-back; default 50 */
+	unsigned low_watermark;     /* % used at which write-back stops; default 45 */
+	unsigned writeback_jobs;    /* max blocks in flight to the origin; default 256 */
+	unsigned autocommit_blocks; /* commit after this many uncommitted blocks; default 64 */
+	unsigned autocommit_ms;     /* commit at most this long after a write; default 1000 */
+	unsigned max_age_ms;        /* write back blocks older than this; 0 = off */
+	bool cleaner;               /* write back everything; new blocks go around the cache */
+	bool fua;                   /* honour WC_FUA (default true) */
+	bool no_threads;            /* the host drives write-back with wc_poll(); default false */
+	struct wc_pmem_config pmem; /* flush policy for this cache (all zero = process default) */
+	/* additions beyond the contract: */
+	unsigned writeback_max_io_kib; /* largest merged write-back I/O; default 1024 */
+	uint64_t cache_size;        /* wc_create: create or extend a regular cache file to this
+	                               many bytes (0 = use the file as it is) */
+};
+
+void wc_config_init(struct wc_config *cfg);
+/* "block_size=4096,high_watermark=60,cleaner=1,pmem_force=nt,..."; unknown
+ * key or bad value -> -EINVAL + message naming the key. */
+int wc_config_parse(struct wc_config *cfg, const char *options);
+
+/*
+ * One owner at a time.  wc_create and wc_open (and the _origin variants)
+ * take an exclusive lock on the cache file or DAX device before they read
+ * it for recovery or write a byte of it, and hold it until wc_close; the
+ * kernel releases it when the process dies, kill -9 included.  A cache
+ * already open -- through another handle in this process, or in another
+ * process -- is refused with -EBUSY, untouched, and wc_errmsg() says it is
+ * in use and by which pid (or that the pid cannot be known here).  Two
+ * owners would overwrite each other's commits and lose acknowledged
+ * writes.  The lock is advisory: a program that maps the file itself is
+ * not stopped (wcctl reads a cache in use without writing it).
+ */
+
+/* Format a new cache; refuses a path that already holds a valid cache
+ * (-EEXIST) or a cache in use (-EBUSY, before writing anything).  cfg may
+ * be NULL (defaults). */
+int wc_create(wc_cache **out, const char *cache_path, const char *origin_path,
+              const struct wc_config *cfg);
+/* Recover an existing cache; cfg may be NULL (defaults).  cfg->block_size 0
+ * takes the superblock's; any other value must match it.  -EBUSY if the
+ * cache (or the origin file, locked by wc_origin_open_aio) is in use. */
+int wc_open(wc_cache **out, const char *cache_path, const char *origin_path,
+            const struct wc_config *cfg);
+/* The same with an origin the embedder supplies; on success the cache owns
+ * it (closes it in wc_close), on failure the caller still does.  The cache
+ * file is locked as above; the origin's exclusivity is the embedder's. */
+int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                     const struct wc_config *cfg);
+int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                   const struct wc_config *cfg);
+/* Commit, stop threads, wait for in-flight origin I/O, unmap, release the
+ * owner's lock.  Dirty blocks stay cached.  Returns the sticky error, if
+ * any, after releasing everything. */
+int wc_close(wc_cache *c);
+
+/* Offsets and lengths are multiples of the block size and inside the origin,
+ * else -EINVAL touching nothing.  A write that returned is readable at once by
+ * every thread; it is durable after a later wc_flush() returned 0, or at
+ * return with WC_FUA. */
+ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsigned flags);
+ssize_t wc_read(wc_cache *c, void *buf, size_t len, uint64_t offset);
+/* Commit: every write completed before the call is durable when it returns.
+ * Concurrent callers share one commit; nothing uncommitted costs no fence. */
+int wc_flush(wc_cache *c);
+/* Drop cached blocks in range (the data becomes the origin's), commit, and
+ * pass the discard to the origin. */
+int wc_discard(wc_cache *c, uint64_t offset, uint64_t len);
+/* Commit, write back every dirty block, make the origin durable, wait. */
+int wc_writeback(wc_cache *c);
+/* Turn cleaner mode on or off at run time. */
+int wc_set_cleaner(wc_cache *c, bool on);
+/* no_threads mode: do up to `budget` units of write-back, completion and
+ * autocommit work; returns units done (0 = idle) or -errno. */
+int wc_poll(wc_cache *c, unsigned budget);
+uint64_t wc_size(const wc_cache *c);
+uint32_t wc_block_size(const wc_cache *c);
+
+struct wc_stats {
+	int error;                  /* sticky error (negative errno) or 0 */
+	uint64_t blocks, free_blocks, dirty_blocks, writeback_blocks;
+	uint64_t reads, read_hits, writes, write_hits_uncommitted, write_hits_committed,
+	         writes_around, writes_allocate, writes_blocked_on_freelist, flushes, discards;
+	uint64_t commits, writeback_ios, writeback_bytes;
+	/* additions beyond the contract: */
+	uint64_t writeback_errors;  /* failed origin writes (retried) */
+	uint64_t dram_bytes;        /* DRAM used for metadata */
+	const char *granularity;    /* "byte", "cache-line", "page" */
+	const char *origin_mode;    /* e.g. "libaio O_DIRECT ..."; both strings belong to the
+	                               cache and are valid until wc_close() */
+	/* The flush policy this cache copies with, and why (pmem.reason).  The
+	 * strings live as long as the process. */
+	struct wc_pmem_info pmem;
+	/* Where it came from, one of: "calibrated at create" (measured on the
+	 * cache's free blocks by wc_create), "recorded" (the superblock's record,
+	 * measured on this CPU), "recalibrated" (measured again by wc_open: no
+	 * record, a damaged one, or one from another CPU), "config" (the cache's
+	 * pmem_* options), "env" (WC_PMEM_THRESHOLD / WC_PMEM_FORCE), "quirk
+	 * table" or "engine" (the engine's own choice: the cache was too small
+	 * to measure on, or there is nothing to choose), "granularity" (byte or
+	 * page: no flush instructions to choose between). */
+	const char *pmem_source;
+};
+int wc_get_stats(wc_cache *c, struct wc_stats *st);
+void wc_clear_stats(wc_cache *c);
+
+/* Thread-local message describing the last failure in this thread. */
+const char *wc_errmsg(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WCACHE_H */
