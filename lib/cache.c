@@ -77,7 +77,7 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 		ret = wc_config_validate(&c->cfg, open);
 	if (ret)
 		return wc_err(ret, "%s: %s", cache_path, wc_errmsg());
-	ret = wc_flush_policy_init(&c->fp, &c->cfg.pmem);
+	ret = wc_persist_policy_init(&c->fp, &c->cfg.pmem);
 	if (ret)
 		return wc_err(ret, "%s: flush policy: %s", cache_path, wc_errmsg());
 	c->t0_ms = mono_ms() - 1;

@@ -139,7 +139,7 @@ struct wc_cache {
 	struct pmem2_map *map;
 	void *base;
 	size_t map_len;
-	struct wc_flush_policy fp;
+	struct wc_persist_policy fp;
 	const char *policy_source;     /* where fp came from (policy_line.c), for wc_stats */
 	struct wc_test_hooks *hooks;   /* tests only (testhooks.h) */
 

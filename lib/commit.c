@@ -19,7 +19,7 @@
  * Invariants.
  *   (1) A writer's data is persistent before its entry is stored: it copies
  *       into a block nobody else can see, then its next locked instruction
- *       (the shard lock's exchange, after wc_flush_order_before_lock) orders
+ *       (the shard lock's exchange, after wc_persist_order_before_lock) orders
  *       the copy before the entry store.  It reads the epoch, stores the
  *       entries and logs them in the shard's log of
  *       the epoch (wc_shard.log) under that lock.
@@ -89,7 +89,7 @@
  * it flushes the entries (the committer flushes them: a flush of another
  * CPU's dirty line is coherent).  dm-writecache leans on the same fact
  * ("wc_unlock serves as a memory barrier").  Elsewhere the writer drains
- * (wc_flush_order_before_lock).
+ * (wc_persist_order_before_lock).
  *
  * Transitions -> function:
  *   free -> uncommitted          io.c publish (under the shard lock)
@@ -115,7 +115,7 @@ void wc_entry_invalidate(struct wc_cache *c, uint32_t idx)
 {
 	struct wc_pmem_entry *pe = wc_pmem_entry(c->base, &c->layout, idx);
 
-	wc_flush_store8(&c->fp, &pe->seq, WC_NONE);
+	wc_persist_store8(&c->fp, &pe->seq, WC_NONE);
 }
 
 /* version_drop without the invalidation, which the caller does later. */
@@ -191,7 +191,7 @@ unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origi
 	 * one's: otherwise a crash could keep an older version valid with the
 	 * newest gone, and recovery would resurrect stale data. */
 	if (d.n)
-		wc_flush_drain(&c->fp);
+		wc_persist_drain(&c->fp);
 	version_drop(c, s, na.newest);
 	emit(c, na.newest, emit_arg);
 	return d.n + 1;
@@ -333,7 +333,7 @@ static void invalidate_pending(struct wc_cache *c)
 		const void *line = wc_line_of(wc_pmem_entry(c->base, &c->layout, c->pending[i]));
 
 		if (line != flushed)
-			wc_flush_range(&c->fp, line, 64);
+			wc_persist_range(&c->fp, line, 64);
 		flushed = line;
 	}
 }
@@ -342,7 +342,7 @@ void wc_release_freed_locked(struct wc_cache *c)
 {
 	if (c->pending_n) {
 		invalidate_pending(c);
-		wc_flush_drain(&c->fp);
+		wc_persist_drain(&c->fp);
 		release_pending(c);
 	}
 }
@@ -408,7 +408,7 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, uint64_t logged,
 				seen |= flushed[j] == line;
 			if (seen)
 				continue;
-			wc_flush_range(&c->fp, line, 64);
+			wc_persist_range(&c->fp, line, 64);
 			flushed[next++ % 8] = line;
 		}
 	}
@@ -505,7 +505,7 @@ static bool floor_raise(struct wc_cache *c)
 
 	if (c->durable_floor >= committed)
 		return false;
-	wc_flush_store8(&c->fp, &wc_sb(c->base)->seq_count, committed);
+	wc_persist_store8(&c->fp, &wc_sb(c->base)->seq_count, committed);
 	c->durable_floor = committed;
 	return true;
 }
@@ -520,7 +520,7 @@ void wc_commit_confirm_locked(struct wc_cache *c)
 	if (c->pending_n)
 		wc_release_freed_locked(c); /* drains the floor too */
 	else if (stored)
-		wc_flush_drain(&c->fp);
+		wc_persist_drain(&c->fp);
 }
 
 /* commit_lock held, after the commit of `epoch` at `now`. */
@@ -624,16 +624,16 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		struct wc_pmem_record *slot = wc_pmem_record(c->base, (unsigned)(e & 1));
 
 		memcpy(slot, &rec, offsetof(struct wc_pmem_record, pad));
-		wc_flush_range(&c->fp, slot, offsetof(struct wc_pmem_record, pad));
-		wc_flush_drain(&c->fp);              /* the commit point */
+		wc_persist_range(&c->fp, slot, offsetof(struct wc_pmem_record, pad));
+		wc_persist_drain(&c->fp);              /* the commit point */
 		release_pending(c);
 	} else {
 		/* Not every entry is listed: drain them first, then move the
 		 * floor (invariant (3)), as version 1 committed every epoch. */
-		wc_flush_drain(&c->fp);              /* the writers flushed the unlisted */
+		wc_persist_drain(&c->fp);              /* the writers flushed the unlisted */
 		release_pending(c);
-		wc_flush_store8(&c->fp, &wc_sb(c->base)->seq_count, e + 1);
-		wc_flush_drain(&c->fp);              /* the commit point */
+		wc_persist_store8(&c->fp, &wc_sb(c->base)->seq_count, e + 1);
+		wc_persist_drain(&c->fp);              /* the commit point */
 		c->durable_floor = e + 1;
 	}
 	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);

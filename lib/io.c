@@ -227,7 +227,7 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 
 	/* The data is persistent before its entry can be (invariant (1) of
 	 * commit.c): the shard lock's exchange is the fence on x86. */
-	wc_flush_order_before_lock(&c->fp);
+	wc_persist_order_before_lock(&c->fp);
 	wc_spin_lock(&s->lock);
 	epoch = wc_epoch_current(c);
 	par = epoch & 1;
@@ -258,12 +258,12 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 		/* No memory to log it: this commit falls back to two drains,
 		 * and the entry must be persistent before our unlock, a plain
 		 * store. */
-		wc_flush_range(&c->fp, wc_pmem_entry(c->base, &c->layout, idx[i]),
+		wc_persist_range(&c->fp, wc_pmem_entry(c->base, &c->layout, idx[i]),
 		               sizeof(struct wc_pmem_entry));
 		unlogged = true;
 	}
 	if (unlogged) {
-		wc_flush_drain(&c->fp);
+		wc_persist_drain(&c->fp);
 		__atomic_store_n(&s->log_lost[par], true, __ATOMIC_RELAXED);
 	}
 	/* Counted before the unlock, which the commit waits for. */
@@ -319,7 +319,7 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 			for (int i = 0, j; i < got; i = j) {
 				for (j = i + 1; j < got && idx[j] == idx[j - 1] + 1; j++)
 					;
-				wc_flush_copy(&c->fp, block_data(c, idx[i]), src + (size_t)i * bs,
+				wc_persist_copy(&c->fp, block_data(c, idx[i]), src + (size_t)i * bs,
 				              (size_t)(j - i) * bs);
 			}
 			prefetch_chain(c, s, block);
@@ -513,7 +513,7 @@ static void discard_flush(struct wc_cache *c, struct discard_ctx *d)
 {
 	if (!d->n)
 		return;
-	wc_flush_drain(&c->fp);
+	wc_persist_drain(&c->fp);
 	wc_free_batch(c, d->dead, d->n);
 	d->n = 0;
 }

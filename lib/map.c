@@ -114,13 +114,13 @@ int wc_map_open(struct wc_cache *c, bool create, uint64_t create_size)
 	c->map_len = pmem2_map_get_size(c->map);
 	switch (pmem2_map_get_store_granularity(c->map)) {
 	case PMEM2_GRANULARITY_BYTE:
-		wc_flush_policy_set_granularity(&c->fp, WC_GRAN_BYTE, NULL, NULL);
+		wc_persist_policy_set_granularity(&c->fp, WC_GRAN_BYTE, NULL, NULL);
 		break;
 	case PMEM2_GRANULARITY_CACHE_LINE:
-		wc_flush_policy_set_granularity(&c->fp, WC_GRAN_CACHE_LINE, NULL, NULL);
+		wc_persist_policy_set_granularity(&c->fp, WC_GRAN_CACHE_LINE, NULL, NULL);
 		break;
 	default:
-		wc_flush_policy_set_granularity(&c->fp, WC_GRAN_PAGE, pmem2_get_flush_fn(c->map),
+		wc_persist_policy_set_granularity(&c->fp, WC_GRAN_PAGE, pmem2_get_flush_fn(c->map),
 		                                pmem2_get_drain_fn(c->map));
 		break;
 	}

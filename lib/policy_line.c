@@ -142,13 +142,13 @@ void wc_policy_fill(struct wc_pmem_policy *pl, const struct wc_calibration *cal,
 	pl->crc = wc_policy_crc(pl);
 }
 
-void wc_policy_write(const struct wc_flush_policy *fp, void *base,
+void wc_policy_write(const struct wc_persist_policy *fp, void *base,
                      const struct wc_pmem_policy *pl)
 {
 	/* One aligned line: a crash leaves the old line, the new one, or a
 	 * mix that fails the CRC. */
-	wc_flush_copy(fp, wc_policy_line(base), pl, sizeof(*pl));
-	wc_flush_drain(fp);
+	wc_persist_copy(fp, wc_policy_line(base), pl, sizeof(*pl));
+	wc_persist_drain(fp);
 }
 
 int wc_policy_matches(const struct wc_pmem_policy *pl, unsigned features, int flush_insn)
@@ -187,16 +187,16 @@ const char *wc_policy_cpu_str(char *buf, size_t len, const struct wc_pmem_policy
 static int apply(struct wc_cache *c, uint64_t threshold, const char *reason)
 {
 	struct wc_pmem_config pc = c->cfg.pmem;
-	struct wc_flush_policy np;
+	struct wc_persist_policy np;
 	int ret;
 
 	pc.threshold = threshold == UINT64_MAX ? SIZE_MAX : (size_t)threshold;
-	ret = wc_flush_policy_init(&np, &pc);
+	ret = wc_persist_policy_init(&np, &pc);
 	if (ret)
 		return ret;
-	wc_flush_policy_set_reason(&np, reason);
+	wc_persist_policy_set_reason(&np, reason);
 	np.observer = c->fp.observer;
-	wc_flush_policy_set_granularity(&np, WC_GRAN_CACHE_LINE, NULL, NULL);
+	wc_persist_policy_set_granularity(&np, WC_GRAN_CACHE_LINE, NULL, NULL);
 	c->fp = np;
 	return 0;
 }
@@ -270,7 +270,7 @@ void wc_policy_settle(struct wc_cache *c, bool created)
 		/* Keep the engine's choice; a damaged record stays untrusted. */
 		snprintf(reason, sizeof(reason), "not measured on this cache (%s; %s): %s", why,
 		         wc_errmsg(), engine);
-		wc_flush_policy_set_reason(&c->fp, reason);
+		wc_persist_policy_set_reason(&c->fp, reason);
 		c->policy_source = strncmp(engine, "cpu quirk", 9) == 0 ? "quirk table" : "engine";
 		return;
 	}

@@ -51,7 +51,7 @@ int wc_policy_measure(void *base, const struct wc_layout *l, unsigned features, 
 void wc_policy_fill(struct wc_pmem_policy *pl, const struct wc_calibration *cal,
                     unsigned features, int flush_insn, int source);
 /* Store the record through the flush engine (store, flush, drain). */
-void wc_policy_write(const struct wc_flush_policy *fp, void *base,
+void wc_policy_write(const struct wc_persist_policy *fp, void *base,
                      const struct wc_pmem_policy *pl);
 /* 1 if a valid record was measured on this CPU with these inputs. */
 int wc_policy_matches(const struct wc_pmem_policy *pl, unsigned features, int flush_insn);

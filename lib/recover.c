@@ -47,8 +47,8 @@ int wc_format(struct wc_cache *c, uint64_t origin_size)
 	FILE *ur;
 
 	/* A previous cache's magic must not survive a torn format. */
-	wc_flush_store8(&c->fp, &sb->magic, 0);
-	wc_flush_drain(&c->fp);
+	wc_persist_store8(&c->fp, &sb->magic, 0);
+	wc_persist_drain(&c->fp);
 
 	memset(&img, 0, sizeof(img));
 	img.version = WC_FORMAT_VERSION;
@@ -76,14 +76,14 @@ int wc_format(struct wc_cache *c, uint64_t origin_size)
 	img.seq_count = 0;
 	c->durable_floor = 0;
 
-	wc_flush_set(&c->fp, wc_pmem_entry(c->base, l, 0), 0xff,
+	wc_persist_set(&c->fp, wc_pmem_entry(c->base, l, 0), 0xff,
 	             l->n_blocks * sizeof(struct wc_pmem_entry));
-	wc_flush_copy(&c->fp, (char *)sb + 8, (const char *)&img + 8, sizeof(img) - 8);
-	wc_flush_set(&c->fp, wc_pmem_record(c->base, 0), 0,
+	wc_persist_copy(&c->fp, (char *)sb + 8, (const char *)&img + 8, sizeof(img) - 8);
+	wc_persist_set(&c->fp, wc_pmem_record(c->base, 0), 0,
 	             WC_RECORD_SLOTS * sizeof(struct wc_pmem_record));
-	wc_flush_drain(&c->fp);
-	wc_flush_store8(&c->fp, &sb->magic, WC_MAGIC);
-	wc_flush_drain(&c->fp);
+	wc_persist_drain(&c->fp);
+	wc_persist_store8(&c->fp, &sb->magic, WC_MAGIC);
+	wc_persist_drain(&c->fp);
 	return 0;
 }
 
@@ -155,16 +155,16 @@ static void settle_commit_point(struct wc_cache *c, const struct wc_commit_point
 		struct wc_pmem_record *r = wc_pmem_record(c->base, i);
 
 		if (r->seq > cp->seq || (r->seq && !wc_record_intact(r))) {
-			wc_flush_set(&c->fp, r, 0, sizeof(*r));
+			wc_persist_set(&c->fp, r, 0, sizeof(*r));
 			stored = true;
 		}
 	}
 	if (cp->seq != sb->seq_count) {
-		wc_flush_store8(&c->fp, &sb->seq_count, cp->seq);
+		wc_persist_store8(&c->fp, &sb->seq_count, cp->seq);
 		stored = true;
 	}
 	if (stored)
-		wc_flush_drain(&c->fp);
+		wc_persist_drain(&c->fp);
 	c->durable_floor = cp->seq;
 }
 
@@ -192,7 +192,7 @@ int wc_recover(struct wc_cache *c)
 		for (uint64_t i = 0; i < l->n_blocks; i++)
 			if (c->e[i].flags & WC_E_DROP)
 				wc_entry_invalidate(c, (uint32_t)i);
-		wc_flush_drain(&c->fp);
+		wc_persist_drain(&c->fp);
 	}
 
 	for (uint64_t i = 0; i < l->n_blocks; i++)

@@ -13,7 +13,7 @@
 #include "flush/flush.h"
 
 struct wc_test_hooks {
-	const struct wc_flush_observer *observer;
+	const struct wc_persist_observer *observer;
 	void (*mapped)(void *ctx, void *base, size_t len);   /* before format/recovery */
 	void (*unmapped)(void *ctx, void *base, size_t len); /* before munmap */
 	void *ctx;

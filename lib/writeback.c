@@ -348,7 +348,7 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 	}
 	if (d.n) {
 		/* Invariant (5) of commit.c: invalidations durable before reuse. */
-		wc_flush_drain(&c->fp);
+		wc_persist_drain(&c->fp);
 		wc_free_batch(c, d.v, d.n);
 	}
 	free(d.v);

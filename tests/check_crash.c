@@ -27,9 +27,9 @@ static void set_plain(void *dst, int c, size_t n) { memset(dst, c, n); }
 static void flush_none(const void *addr, size_t n) { (void)addr; (void)n; }
 static void drain_none(void) { }
 
-static struct wc_flush_policy sim_policy(struct wc_crashsim *sim)
+static struct wc_persist_policy sim_policy(struct wc_crashsim *sim)
 {
-	struct wc_flush_policy p = {
+	struct wc_persist_policy p = {
 		.gran = WC_GRAN_CACHE_LINE,
 		.threshold = SIZE_MAX,
 		.copy_small = copy_plain, .copy_large = copy_plain,
@@ -105,16 +105,16 @@ START_TEST(test_drain_makes_snapshot_persistent)
 {
 	uint8_t *base = map_file("drain", 0);
 	struct wc_crashsim *sim = new_sim(2, NULL, NULL);
-	struct wc_flush_policy p = sim_policy(sim);
+	struct wc_persist_policy p = sim_policy(sim);
 	uint8_t img[MAP_LEN], src[200];
 
 	memset(src, 0xab, sizeof(src));
 	ck_assert_int_eq(wc_crashsim_attach(sim, base, MAP_LEN), 0);
-	wc_flush_copy(&p, base + 60, src, sizeof(src)); /* lines 0..4 */
+	wc_persist_copy(&p, base + 60, src, sizeof(src)); /* lines 0..4 */
 	ck_assert_uint_eq(wc_crashsim_pending(sim), 5);
 	ck_assert_int_eq(wc_crashsim_image(sim, WC_CRASH_OLD, img), 0);
 	ck_assert(all_bytes(img, 0, MAP_LEN));
-	wc_flush_drain(&p);
+	wc_persist_drain(&p);
 	ck_assert_uint_eq(wc_crashsim_pending(sim), 0);
 	ck_assert_uint_eq(wc_crashsim_drains(sim), 1);
 	ck_assert_int_eq(wc_crashsim_image(sim, WC_CRASH_OLD, img), 0);
@@ -132,13 +132,13 @@ START_TEST(test_store_after_flush_not_covered)
 {
 	uint8_t *base = map_file("later", 0);
 	struct wc_crashsim *sim = new_sim(3, NULL, NULL);
-	struct wc_flush_policy p = sim_policy(sim);
+	struct wc_persist_policy p = sim_policy(sim);
 	uint8_t img[MAP_LEN];
 	bool seen[3] = { false, false, false };
 
 	ck_assert_int_eq(wc_crashsim_attach(sim, base, MAP_LEN), 0);
 	memset(base + 128, 1, 64);
-	wc_flush_range(&p, base + 128, 64);
+	wc_persist_range(&p, base + 128, 64);
 	memset(base + 128, 2, 64);
 
 	/* Before the drain: old (0), flushed (1) or current (2). */
@@ -150,7 +150,7 @@ START_TEST(test_store_after_flush_not_covered)
 	}
 	ck_assert(seen[0] && seen[1] && seen[2]);
 
-	wc_flush_drain(&p);
+	wc_persist_drain(&p);
 	ck_assert_int_eq(wc_crashsim_image(sim, WC_CRASH_OLD, img), 0);
 	ck_assert(all_bytes(img + 128, 1, 64));
 	ck_assert_int_eq(wc_crashsim_image(sim, WC_CRASH_NEW, img), 0);
@@ -196,18 +196,18 @@ START_TEST(test_atomic8_never_torn)
 {
 	uint8_t *base = map_file("atomic", 0);
 	struct wc_crashsim *sim = new_sim(5, NULL, NULL);
-	struct wc_flush_policy p = sim_policy(sim);
+	struct wc_persist_policy p = sim_policy(sim);
 	uint8_t img[MAP_LEN];
 	uint64_t *seq = (uint64_t *)(base + 64);
 	const uint64_t old = 0x1111111111111111ull, new = 0x2222222222222222ull;
 	bool seen_old = false, seen_new = false;
 
-	wc_flush_store8(&p, seq, old); /* stray: not attached yet */
+	wc_persist_store8(&p, seq, old); /* stray: not attached yet */
 	ck_assert_uint_eq(wc_crashsim_strays(sim), 1);
 	ck_assert_int_eq(wc_crashsim_attach(sim, base, MAP_LEN), 0);
-	wc_flush_store8(&p, seq, old);
-	wc_flush_drain(&p);
-	wc_flush_store8(&p, seq, new);
+	wc_persist_store8(&p, seq, old);
+	wc_persist_drain(&p);
+	wc_persist_store8(&p, seq, new);
 	for (int i = 0; i < 200; i++) {
 		uint64_t v;
 
@@ -227,7 +227,7 @@ START_TEST(test_atomic8_never_torn)
 END_TEST
 
 struct thread_arg {
-	const struct wc_flush_policy *p;
+	const struct wc_persist_policy *p;
 	uint8_t *dst;
 };
 
@@ -237,7 +237,7 @@ static void *thread_copy(void *arg)
 	uint8_t src[64];
 
 	memset(src, 7, sizeof(src));
-	wc_flush_copy(a->p, a->dst, src, sizeof(src));
+	wc_persist_copy(a->p, a->dst, src, sizeof(src));
 	return NULL;
 }
 
@@ -248,7 +248,7 @@ static void run_cross_thread_drain(bool global, uint8_t expect)
 	uint8_t *base = map_file("threads", 0);
 	struct wc_crashsim_config cfg = { .seed = 6, .global_drain = global };
 	struct wc_crashsim *sim;
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 	struct thread_arg a;
 	pthread_t t;
 	uint8_t img[MAP_LEN];
@@ -260,7 +260,7 @@ static void run_cross_thread_drain(bool global, uint8_t expect)
 	ck_assert_int_eq(wc_crashsim_attach(sim, base, MAP_LEN), 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, thread_copy, &a), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
-	wc_flush_drain(&p);
+	wc_persist_drain(&p);
 	ck_assert_int_eq(wc_crashsim_image(sim, WC_CRASH_OLD, img), 0);
 	ck_assert(all_bytes(img + 640, expect, 64));
 	ck_assert_uint_eq(wc_crashsim_pending(sim), global ? 0 : 1);
@@ -314,16 +314,16 @@ START_TEST(test_crash_point_callbacks)
 		.seed = 7, .written_per_mille = 1000, .point = log_event, .ctx = &log,
 	};
 	struct wc_crashsim *sim;
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	ck_assert_int_eq(wc_crashsim_new(&sim, &cfg), 0);
 	p = sim_policy(sim);
 	wc_crashsim_hooks(sim)->mapped(wc_crashsim_hooks(sim)->ctx, base, MAP_LEN);
 	ck_assert(wc_crashsim_attached(sim));
 	for (int i = 0; i < 5; i++) {
-		wc_flush_set(&p, base + 64 * i, i, 64);
-		wc_flush_set(&p, base + 4096 + 64 * i, i, 64);
-		wc_flush_drain(&p);
+		wc_persist_set(&p, base + 64 * i, i, 64);
+		wc_persist_set(&p, base + 4096 + 64 * i, i, 64);
+		wc_persist_drain(&p);
 	}
 	ck_assert_uint_eq(log.before, 5);
 	ck_assert_uint_eq(log.after, 5);
@@ -343,7 +343,7 @@ START_TEST(test_write_image_file)
 {
 	uint8_t *base = map_file("imgsrc", 0);
 	struct wc_crashsim *sim = new_sim(8, NULL, NULL);
-	struct wc_flush_policy p = sim_policy(sim);
+	struct wc_persist_policy p = sim_policy(sim);
 	char path[PATH_MAX + 64];
 	uint8_t back[MAP_LEN];
 	struct stat st;
@@ -351,8 +351,8 @@ START_TEST(test_write_image_file)
 
 	ck_assert_int_eq(wc_crashsim_write_image(sim, WC_CRASH_OLD, "/nonexistent"), -ENODEV);
 	ck_assert_int_eq(wc_crashsim_attach(sim, base, MAP_LEN), 0);
-	wc_flush_set(&p, base + 1024, 0x77, 64);
-	wc_flush_drain(&p);
+	wc_persist_set(&p, base + 1024, 0x77, 64);
+	wc_persist_drain(&p);
 	memset(base + 2048, 0x33, 64); /* never flushed: not in the OLD image */
 	wc_test_path(path, sizeof(path), "img");
 	ck_assert_int_eq(wc_crashsim_write_image(sim, WC_CRASH_OLD, path), 0);
@@ -374,14 +374,14 @@ START_TEST(test_stray_outside_mapping)
 {
 	uint8_t *base = map_file("stray", 0);
 	struct wc_crashsim *sim = new_sim(9, NULL, NULL);
-	struct wc_flush_policy p = sim_policy(sim);
+	struct wc_persist_policy p = sim_policy(sim);
 	uint8_t other[64];
 
 	ck_assert_int_eq(wc_crashsim_attach(sim, base, MAP_LEN), 0);
-	wc_flush_set(&p, other, 0, sizeof(other));
-	wc_flush_range(&p, base + MAP_LEN - 8, 16); /* runs past the end */
+	wc_persist_set(&p, other, 0, sizeof(other));
+	wc_persist_range(&p, base + MAP_LEN - 8, 16); /* runs past the end */
 	ck_assert_uint_eq(wc_crashsim_strays(sim), 2);
-	wc_flush_range(&p, base + MAP_LEN - 8, 8);
+	wc_persist_range(&p, base + MAP_LEN - 8, 8);
 	ck_assert_uint_eq(wc_crashsim_strays(sim), 2);
 	wc_crashsim_free(sim);
 	munmap(base, MAP_LEN);
@@ -449,7 +449,7 @@ enum toy_protocol {
 struct toy {
 	enum toy_protocol proto;
 	unsigned skip_every_nth_drain;
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 	uint8_t *base;
 	uint64_t acked;            /* commits that returned */
 	uint64_t images, violations;
@@ -517,22 +517,22 @@ static void toy_run(struct toy *t, uint64_t seed)
 		switch (t->proto) {
 		case TOY_CORRECT:
 		case TOY_NO_COMMIT_DRAIN:
-			wc_flush_copy(&t->p, dst, rec, TOY_REC);
-			wc_flush_drain(&t->p);
-			wc_flush_store8(&t->p, counter, r + 1);
+			wc_persist_copy(&t->p, dst, rec, TOY_REC);
+			wc_persist_drain(&t->p);
+			wc_persist_store8(&t->p, counter, r + 1);
 			if (t->proto == TOY_CORRECT)
-				wc_flush_drain(&t->p);
+				wc_persist_drain(&t->p);
 			break;
 		case TOY_COMMIT_BEFORE_DRAIN:
-			wc_flush_copy(&t->p, dst, rec, TOY_REC);
-			wc_flush_store8(&t->p, counter, r + 1);
-			wc_flush_drain(&t->p);
+			wc_persist_copy(&t->p, dst, rec, TOY_REC);
+			wc_persist_store8(&t->p, counter, r + 1);
+			wc_persist_drain(&t->p);
 			break;
 		case TOY_MISSING_FLUSH:
 			memcpy(dst, rec, TOY_REC);
-			wc_flush_drain(&t->p);
-			wc_flush_store8(&t->p, counter, r + 1);
-			wc_flush_drain(&t->p);
+			wc_persist_drain(&t->p);
+			wc_persist_store8(&t->p, counter, r + 1);
+			wc_persist_drain(&t->p);
 			break;
 		}
 		t->acked = r + 1;

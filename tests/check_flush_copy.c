@@ -36,7 +36,7 @@ struct copier {
 	char name[48];
 	wc_copy_fn copy;          /* a strategy's own functions ... */
 	wc_set_fn set;
-	struct wc_flush_policy policy; /* ... or a policy's (copy == NULL) */
+	struct wc_persist_policy policy; /* ... or a policy's (copy == NULL) */
 	int use_api;              /* wc_pmem_memcpy/memset: the process default */
 };
 
@@ -53,10 +53,10 @@ static void do_copy(const struct copier *c, void *d, const void *s, size_t n)
 		wc_pmem_drain();
 	} else if (c->copy) {
 		c->copy(d, s, n);
-		wc_flush_default()->drain();
+		wc_persist_default()->drain();
 	} else {
-		wc_flush_copy(&c->policy, d, s, n);
-		wc_flush_drain(&c->policy);
+		wc_persist_copy(&c->policy, d, s, n);
+		wc_persist_drain(&c->policy);
 	}
 }
 
@@ -67,10 +67,10 @@ static void do_set(const struct copier *c, void *d, int v, size_t n)
 		wc_pmem_drain();
 	} else if (c->set) {
 		c->set(d, v, n);
-		wc_flush_default()->drain();
+		wc_persist_default()->drain();
 	} else {
-		wc_flush_set(&c->policy, d, v, n);
-		wc_flush_drain(&c->policy);
+		wc_persist_set(&c->policy, d, v, n);
+		wc_persist_drain(&c->policy);
 	}
 }
 
@@ -290,7 +290,7 @@ static void add_strategy(enum wc_strategy_id id, unsigned features)
 static void add_policy(const char *name, const struct wc_pmem_config *cfg)
 {
 	struct copier *c = &copiers[ncopiers];
-	int ret = wc_flush_policy_init(&c->policy, cfg);
+	int ret = wc_persist_policy_init(&c->policy, cfg);
 
 	if (ret) {
 		fprintf(stderr, "# policy %s: %s, not tested\n", name, wc_errmsg());

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_flush_policy.c -- which strategy the engine picks, and why:
- *   - pretended CPUs (wc_flush_policy_resolve is a pure function of the
+ *   - pretended CPUs (wc_persist_policy_resolve is a pure function of the
  *     config and a struct wc_cpu): no CLFLUSHOPT, line size 128, no AVX,
  *     quirk-table CPUs, forced strategies, explicit thresholds, bad fields;
  *     an unknown CPU is measured at first use, and these tests pretend the
@@ -15,7 +15,7 @@
  *   - wc_pmem_configure / wc_pmem_info / wc_pmem_calibrate;
  *   - BYTE / PAGE / CACHE_LINE granularity on real libpmem2 mappings of a
  *     /dev/shm file.
- * Every environment test first calls wc_flush_default_reset(), so it reads
+ * Every environment test first calls wc_persist_default_reset(), so it reads
  * the environment it set whether or not Check forks.
  */
 #include <check.h>
@@ -107,10 +107,10 @@ static const char *widest_nt(void)
 	                                                                             "nt-sse2";
 }
 
-static void resolve_ok(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
+static void resolve_ok(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
                        const struct wc_cpu *cpu)
 {
-	int ret = wc_flush_policy_resolve(p, cfg, cpu, 0);
+	int ret = wc_persist_policy_resolve(p, cfg, cpu, 0);
 
 	ck_assert_msg(ret == 0, "resolve failed: %d %s", ret, wc_errmsg());
 	ck_assert_ptr_nonnull(p->copy_small);
@@ -122,7 +122,7 @@ static void resolve_ok(struct wc_flush_policy *p, const struct wc_pmem_config *c
 	ck_assert_ptr_nonnull(p->info.reason);
 }
 
-static void assert_nt_everywhere(const struct wc_flush_policy *p)
+static void assert_nt_everywhere(const struct wc_persist_policy *p)
 {
 	ck_assert_uint_eq(p->threshold, SIZE_MAX);
 	ck_assert_msg(strncmp(p->info.small_strategy, "nt-", 3) == 0, "small %s",
@@ -132,7 +132,7 @@ static void assert_nt_everywhere(const struct wc_flush_policy *p)
 	ck_assert_ptr_eq(p->set_small, p->set_large);
 }
 
-static void assert_reason(const struct wc_flush_policy *p, const char *needle)
+static void assert_reason(const struct wc_persist_policy *p, const char *needle)
 {
 	ck_assert_msg(strstr(p->info.reason, needle), "reason \"%s\" lacks \"%s\"", p->info.reason,
 	              needle);
@@ -142,7 +142,7 @@ START_TEST(test_default_rule)
 {
 	struct wc_pmem_config cfg = { 0 };
 	struct wc_cpu cpu = intel();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	resolve_ok(&p, &cfg, &cpu);
 	ck_assert_uint_eq(p.threshold, 768);
@@ -151,18 +151,18 @@ START_TEST(test_default_rule)
 	ck_assert_ptr_eq(p.copy_large, wc_cached_clflushopt_copy);
 	/* The caller's own stores are written back with CLWB (measured
 	 * faster, cpu.c), the cached copy path with CLFLUSHOPT. */
-	ck_assert_ptr_eq(p.flush, wc_flush_clwb);
+	ck_assert_ptr_eq(p.flush, wc_persist_clwb);
 	ck_assert_ptr_eq(p.drain, wc_drain_sfence);
 	assert_reason(&p, "cpu not in the quirk table (GenuineIntel family 0x6 model 0x55), "
 	                  "measured at first use in 3 ms: crossover 768");
 
 	/* WC_PMEM_FLUSH=clflushopt asks for CLFLUSHOPT explicitly. */
-	ck_assert_int_eq(wc_flush_policy_resolve(&p, &cfg, &cpu, WC_ENV_FLUSH), 0);
-	ck_assert_ptr_eq(p.flush, wc_flush_clflushopt);
+	ck_assert_int_eq(wc_persist_policy_resolve(&p, &cfg, &cpu, WC_ENV_FLUSH), 0);
+	ck_assert_ptr_eq(p.flush, wc_persist_clflushopt);
 	/* Without CLWB, CLFLUSHOPT. */
 	cpu.features &= ~WC_CPU_CLWB;
 	resolve_ok(&p, &cfg, &cpu);
-	ck_assert_ptr_eq(p.flush, wc_flush_clflushopt);
+	ck_assert_ptr_eq(p.flush, wc_persist_clflushopt);
 	ck_assert_uint_eq(p.info.line_size, 64);
 	ck_assert_str_eq(p.info.vendor, "GenuineIntel");
 	ck_assert_uint_eq(p.gran, WC_GRAN_CACHE_LINE);
@@ -173,13 +173,13 @@ START_TEST(test_no_clflushopt)
 {
 	struct wc_pmem_config cfg = { .disable = WC_CPU_CLFLUSHOPT };
 	struct wc_cpu cpu = intel();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	resolve_ok(&p, &cfg, &cpu);
 	assert_nt_everywhere(&p);
 	assert_reason(&p, "no clflushopt");
 	/* wc_pmem_flush still writes back: CLWB, never CLFLUSH. */
-	ck_assert_ptr_eq(p.flush, wc_flush_clwb);
+	ck_assert_ptr_eq(p.flush, wc_persist_clwb);
 
 	cpu.features &= ~WC_CPU_CLFLUSHOPT; /* really absent, not pretended */
 	memset(&cfg, 0, sizeof(cfg));
@@ -193,12 +193,12 @@ START_TEST(test_no_flush_insn_at_all)
 {
 	struct wc_pmem_config cfg = { .disable = WC_CPU_CLFLUSHOPT | WC_CPU_CLWB };
 	struct wc_cpu cpu = intel();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	resolve_ok(&p, &cfg, &cpu);
 	assert_nt_everywhere(&p);
 	/* Nothing but CLFLUSH can write back a caller's stores there. */
-	ck_assert_ptr_eq(p.flush, wc_flush_clflush);
+	ck_assert_ptr_eq(p.flush, wc_persist_clflush);
 	assert_reason(&p, "pretending absent");
 }
 END_TEST
@@ -207,7 +207,7 @@ START_TEST(test_line_size_128)
 {
 	struct wc_pmem_config cfg = { .line_size = 128 };
 	struct wc_cpu cpu = intel();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	resolve_ok(&p, &cfg, &cpu);
 	assert_nt_everywhere(&p);
@@ -229,7 +229,7 @@ START_TEST(test_no_avx)
 {
 	struct wc_pmem_config cfg = { .disable = WC_CPU_AVX2 | WC_CPU_AVX512F };
 	struct wc_cpu cpu = intel();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	resolve_ok(&p, &cfg, &cpu);
 	ck_assert_msg(strcmp(p.info.small_strategy, "nt-sse2") == 0 ||
@@ -254,19 +254,19 @@ START_TEST(test_clwb)
 {
 	struct wc_pmem_config cfg = { .flush_insn = WC_PMEM_CLWB };
 	struct wc_cpu cpu = intel();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	resolve_ok(&p, &cfg, &cpu);
 	ck_assert_str_eq(p.info.large_strategy, "cached+clwb");
 	ck_assert_ptr_eq(p.copy_large, wc_cached_clwb_copy);
-	ck_assert_ptr_eq(p.flush, wc_flush_clwb);
+	ck_assert_ptr_eq(p.flush, wc_persist_clwb);
 	ck_assert_uint_eq(p.threshold, 768);
 
 	cfg.disable = WC_CPU_CLWB;
 	resolve_ok(&p, &cfg, &cpu);
 	assert_nt_everywhere(&p);
 	assert_reason(&p, "no clwb");
-	ck_assert_ptr_eq(p.flush, wc_flush_clflushopt); /* the one left */
+	ck_assert_ptr_eq(p.flush, wc_persist_clflushopt); /* the one left */
 }
 END_TEST
 
@@ -274,7 +274,7 @@ START_TEST(test_force)
 {
 	struct wc_pmem_config cfg = { .force = WC_PMEM_FORCE_NT };
 	struct wc_cpu cpu = intel();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 	int ret;
 
 	resolve_ok(&p, &cfg, &cpu);
@@ -293,7 +293,7 @@ START_TEST(test_force)
 
 	cfg.flush_insn = WC_PMEM_CLFLUSHOPT;
 	cfg.disable = WC_CPU_CLFLUSHOPT;
-	ret = wc_flush_policy_resolve(&p, &cfg, &cpu, 0);
+	ret = wc_persist_policy_resolve(&p, &cfg, &cpu, 0);
 	ck_assert_int_eq(ret, -ENOTSUP);
 	ck_assert_msg(strstr(wc_errmsg(), "clflushopt"), "message: %s", wc_errmsg());
 }
@@ -303,7 +303,7 @@ START_TEST(test_threshold)
 {
 	struct wc_pmem_config cfg = { .threshold = 4096 };
 	struct wc_cpu cpu = intel();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	resolve_ok(&p, &cfg, &cpu);
 	ck_assert_uint_eq(p.threshold, 4096);
@@ -316,7 +316,7 @@ START_TEST(test_threshold)
 
 	/* From the environment: the reason names the variable. */
 	cfg.threshold = 2048;
-	ck_assert_int_eq(wc_flush_policy_resolve(&p, &cfg, &cpu, WC_ENV_THRESHOLD), 0);
+	ck_assert_int_eq(wc_persist_policy_resolve(&p, &cfg, &cpu, WC_ENV_THRESHOLD), 0);
 	ck_assert_str_eq(p.info.reason, "env WC_PMEM_THRESHOLD 2048");
 }
 END_TEST
@@ -329,7 +329,7 @@ START_TEST(test_quirk)
 	struct wc_cpu not_amd = fake_cpu("GenuineIntel", 0x19, 0x11, all_x86, 64);
 	struct wc_cpu zen4_other = fake_cpu("AuthenticAMD", 0x19, 0x12, all_x86, 64);
 	struct wc_cpu zen3 = fake_cpu("AuthenticAMD", 0x19, 0x01, all_x86, 64);
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	ck_assert_ptr_nonnull(wc_cpu_quirk_find(&zen4));
 	resolve_ok(&p, &cfg, &zen4);
@@ -361,7 +361,7 @@ START_TEST(test_unknown_cpu_measured)
 	struct wc_pmem_config cfg = { 0 };
 	struct wc_cpu cpu = intel();
 	struct wc_cpu zen5 = fake_cpu("AuthenticAMD", 0x1a, 0x02, all_x86, 64);
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	pretend_threshold = SIZE_MAX;
 	resolve_ok(&p, &cfg, &cpu);
@@ -396,7 +396,7 @@ START_TEST(test_unknown_cpu_measured)
 	ck_assert_uint_eq(pretend_calls, 0);
 	/* ... unless WC_PMEM_NO_QUIRKS asks for a measurement anyway. */
 	pretend_threshold = 4096;
-	ck_assert_int_eq(wc_flush_policy_resolve(&p, &cfg, &zen5, WC_ENV_NO_QUIRKS), 0);
+	ck_assert_int_eq(wc_persist_policy_resolve(&p, &cfg, &zen5, WC_ENV_NO_QUIRKS), 0);
 	ck_assert_uint_eq(p.threshold, 4096);
 	assert_reason(&p, "quirk table ignored (env WC_PMEM_NO_QUIRKS), measured at first use");
 	/* An explicit threshold is never measured. */
@@ -432,7 +432,7 @@ END_TEST
 START_TEST(test_bad_config)
 {
 	struct wc_cpu cpu = intel();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 	struct {
 		struct wc_pmem_config cfg;
 		const char *needle;
@@ -446,7 +446,7 @@ START_TEST(test_bad_config)
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int ret = wc_flush_policy_resolve(&p, &bad[i].cfg, &cpu, 0);
+		int ret = wc_persist_policy_resolve(&p, &bad[i].cfg, &cpu, 0);
 
 		ck_assert_int_eq(ret, -EINVAL);
 		ck_assert_msg(strstr(wc_errmsg(), bad[i].needle), "message \"%s\" lacks \"%s\"",
@@ -462,9 +462,9 @@ END_TEST
 START_TEST(test_generic_policy)
 {
 	struct wc_pmem_config cfg = { .threshold = 1024 };
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
-	ck_assert_int_eq(wc_flush_policy_init(&p, &cfg), 0);
+	ck_assert_int_eq(wc_persist_policy_init(&p, &cfg), 0);
 	ck_assert_str_eq(p.info.small_strategy, "pmem2");
 	ck_assert_str_eq(p.info.large_strategy, "pmem2");
 	ck_assert_ptr_eq(p.flush, wc_generic_flush);
@@ -486,7 +486,7 @@ static void clear_env(void)
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
-	wc_flush_default_reset();
+	wc_persist_default_reset();
 }
 
 static int have(unsigned bits)
@@ -525,19 +525,19 @@ START_TEST(test_env_bad_values)
 		{ "WC_PMEM_NO_AVX", "true" },      { "WC_PMEM_NO_QUIRKS", "yes" },
 	};
 	struct wc_pmem_info info;
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		clear_env();
 		setenv(bad[i].var, bad[i].value, 1);
-		wc_flush_default_reset();
+		wc_persist_default_reset();
 
 		ck_assert_int_eq(wc_pmem_info(&info), -EINVAL);
 		ck_assert_msg(strstr(wc_errmsg(), bad[i].var) && strstr(wc_errmsg(), bad[i].value),
 		              "%s=%s: message \"%s\"", bad[i].var, bad[i].value, wc_errmsg());
 		ck_assert_ptr_nonnull(info.reason); /* filled in anyway */
 		ck_assert_int_eq(wc_pmem_configure(NULL), -EINVAL);
-		ck_assert_int_eq(wc_flush_policy_init(&p, NULL), -EINVAL);
+		ck_assert_int_eq(wc_persist_policy_init(&p, NULL), -EINVAL);
 		ck_assert_msg(strstr(wc_errmsg(), bad[i].var), "%s", wc_errmsg());
 	}
 	clear_env();
@@ -553,7 +553,7 @@ START_TEST(test_env_bad_value_copies_still_work)
 	clear_env();
 	setenv("WC_PMEM_THRESHOLD", "lots", 1);
 	setenv("WC_PMEM_FORCE", "cached", 1); /* good: must still apply */
-	wc_flush_default_reset();
+	wc_persist_default_reset();
 
 	/* Capture stderr: one warning, however many copies. */
 	wc_test_path(path, sizeof(path), "stderr-capture");
@@ -575,7 +575,7 @@ START_TEST(test_env_bad_value_copies_still_work)
 	ck_assert_msg(strstr(text, "WC_PMEM_THRESHOLD=\"lots\""), "stderr: %s", text);
 	ck_assert_msg(strchr(text, '\n') == strrchr(text, '\n'), "more than one warning: %s", text);
 	if (have(WC_CPU_CLFLUSHOPT))
-		ck_assert_str_eq(wc_flush_default()->info.small_strategy, "cached+clflushopt");
+		ck_assert_str_eq(wc_persist_default()->info.small_strategy, "cached+clflushopt");
 	clear_env();
 }
 END_TEST
@@ -584,7 +584,7 @@ static void env_info(struct wc_pmem_info *info)
 {
 	int ret;
 
-	wc_flush_default_reset();
+	wc_persist_default_reset();
 	ret = wc_pmem_info(info);
 	ck_assert_msg(ret == 0, "wc_pmem_info: %d %s", ret, wc_errmsg());
 }
@@ -681,21 +681,21 @@ START_TEST(test_init_follows_configure)
 {
 	struct wc_pmem_config cfg = { .threshold = 1024 }, zero = { 0 };
 	struct wc_pmem_config other = { .force = WC_PMEM_FORCE_NT };
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 
 	clear_env();
 	if (!have(WC_CPU_CLFLUSHOPT) || wc_cpu_get()->line_size != 64)
 		cfg.force = WC_PMEM_FORCE_NT; /* still a distinct policy to follow */
 	ck_assert_int_eq(wc_pmem_configure(&cfg), 0);
 	/* All-zero and NULL mean "the process default": what was configured. */
-	ck_assert_int_eq(wc_flush_policy_init(&p, &zero), 0);
-	ck_assert(memcmp(&p, wc_flush_default(), sizeof(p)) == 0);
-	ck_assert_int_eq(wc_flush_policy_init(&p, NULL), 0);
-	ck_assert(memcmp(&p, wc_flush_default(), sizeof(p)) == 0);
+	ck_assert_int_eq(wc_persist_policy_init(&p, &zero), 0);
+	ck_assert(memcmp(&p, wc_persist_default(), sizeof(p)) == 0);
+	ck_assert_int_eq(wc_persist_policy_init(&p, NULL), 0);
+	ck_assert(memcmp(&p, wc_persist_default(), sizeof(p)) == 0);
 	if (!cfg.force)
 		ck_assert_uint_eq(p.threshold, 1024);
 	/* A config of its own does not follow the process default. */
-	ck_assert_int_eq(wc_flush_policy_init(&p, &other), 0);
+	ck_assert_int_eq(wc_persist_policy_init(&p, &other), 0);
 	ck_assert_uint_eq(p.threshold, SIZE_MAX);
 	ck_assert_str_eq(p.info.reason, "forced nt (config)");
 	ck_assert_int_eq(wc_pmem_configure(NULL), 0);
@@ -779,17 +779,17 @@ static void unmap_file(struct mapping *m)
 }
 
 /* Copy and set through the policy into the mapping; check the file. */
-static void policy_copies_into(const struct wc_flush_policy *p, struct mapping *m)
+static void policy_copies_into(const struct wc_persist_policy *p, struct mapping *m)
 {
 	static unsigned char src[9000], back[9000];
 
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = (unsigned char)(i * 13 + 5);
-	wc_flush_copy(p, m->addr + 100, src, sizeof(src));
-	wc_flush_set(p, m->addr + 100 + sizeof(src), 0x5a, 300);
+	wc_persist_copy(p, m->addr + 100, src, sizeof(src));
+	wc_persist_set(p, m->addr + 100 + sizeof(src), 0x5a, 300);
 	m->addr[20000] = 0x77;
-	wc_flush_range(p, m->addr + 20000, 1);
-	wc_flush_drain(p);
+	wc_persist_range(p, m->addr + 20000, 1);
+	wc_persist_drain(p);
 	ck_assert(memcmp(m->addr + 100, src, sizeof(src)) == 0);
 	ck_assert_int_eq(pread(m->fd, back, sizeof(back), 100), (ssize_t)sizeof(back));
 	ck_assert(memcmp(back, src, sizeof(src)) == 0);
@@ -801,18 +801,18 @@ static void policy_copies_into(const struct wc_flush_policy *p, struct mapping *
 
 START_TEST(test_granularity_byte)
 {
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 	struct mapping m;
 
 	map_file(&m, "gran-byte", "BYTE");
 	ck_assert_int_eq(pmem2_map_get_store_granularity(m.map), PMEM2_GRANULARITY_BYTE);
-	ck_assert_int_eq(wc_flush_policy_init(&p, NULL), 0);
-	wc_flush_policy_set_granularity(&p, WC_GRAN_BYTE, NULL, NULL);
+	ck_assert_int_eq(wc_persist_policy_init(&p, NULL), 0);
+	wc_persist_policy_set_granularity(&p, WC_GRAN_BYTE, NULL, NULL);
 	ck_assert_uint_eq(p.gran, WC_GRAN_BYTE);
 	ck_assert_ptr_eq(p.copy_small, wc_plain_copy);
 	ck_assert_ptr_eq(p.copy_large, wc_plain_copy);
 	ck_assert_ptr_eq(p.set_large, wc_plain_set);
-	ck_assert_ptr_eq(p.flush, wc_flush_noop);
+	ck_assert_ptr_eq(p.flush, wc_persist_noop);
 #if defined(__x86_64__)
 	ck_assert_ptr_eq(p.drain, wc_drain_sfence); /* the fence stays */
 #endif
@@ -820,10 +820,10 @@ START_TEST(test_granularity_byte)
 	policy_copies_into(&p, &m);
 
 	/* Back to CACHE_LINE: the engine's own choice again. */
-	wc_flush_policy_set_granularity(&p, WC_GRAN_CACHE_LINE, NULL, NULL);
+	wc_persist_policy_set_granularity(&p, WC_GRAN_CACHE_LINE, NULL, NULL);
 	ck_assert_ptr_eq(p.copy_small, p.line.copy_small);
 	ck_assert_ptr_ne(p.copy_small, wc_plain_copy);
-	ck_assert_ptr_ne(p.flush, wc_flush_noop);
+	ck_assert_ptr_ne(p.flush, wc_persist_noop);
 	ck_assert_str_eq(p.info.small_strategy, p.line.small_strategy);
 	policy_copies_into(&p, &m);
 	unmap_file(&m);
@@ -846,15 +846,15 @@ static void recording_flush(const void *addr, size_t n)
 
 START_TEST(test_granularity_page)
 {
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 	struct mapping m;
 	unsigned char src[5000];
 
 	map_file(&m, "gran-page", "PAGE");
 	ck_assert_int_eq(pmem2_map_get_store_granularity(m.map), PMEM2_GRANULARITY_PAGE);
 	real_page_flush = pmem2_get_flush_fn(m.map);
-	ck_assert_int_eq(wc_flush_policy_init(&p, NULL), 0);
-	wc_flush_policy_set_granularity(&p, WC_GRAN_PAGE, recording_flush, pmem2_get_drain_fn(m.map));
+	ck_assert_int_eq(wc_persist_policy_init(&p, NULL), 0);
+	wc_persist_policy_set_granularity(&p, WC_GRAN_PAGE, recording_flush, pmem2_get_drain_fn(m.map));
 	ck_assert_uint_eq(p.gran, WC_GRAN_PAGE);
 	ck_assert_ptr_eq(p.flush, recording_flush);
 	ck_assert_str_eq(p.info.small_strategy, "plain-stores+msync");
@@ -862,22 +862,22 @@ START_TEST(test_granularity_page)
 	/* Every copy and set hands its exact range to libpmem2's flush. */
 	memset(src, 0x3c, sizeof(src));
 	flush_calls = 0;
-	wc_flush_copy(&p, m.addr + 4000, src, sizeof(src));
+	wc_persist_copy(&p, m.addr + 4000, src, sizeof(src));
 	ck_assert_uint_eq(flush_calls, 1);
 	ck_assert_ptr_eq(flushed_addr, m.addr + 4000);
 	ck_assert_uint_eq(flushed_len, sizeof(src));
-	wc_flush_set(&p, m.addr + 70000, 1, 33);
+	wc_persist_set(&p, m.addr + 70000, 1, 33);
 	ck_assert_uint_eq(flush_calls, 2);
 	ck_assert_ptr_eq(flushed_addr, m.addr + 70000);
 	ck_assert_uint_eq(flushed_len, 33);
 	policy_copies_into(&p, &m);
 
 	/* With libpmem2's own functions, unwrapped. */
-	wc_flush_policy_set_granularity(&p, WC_GRAN_PAGE, pmem2_get_flush_fn(m.map),
+	wc_persist_policy_set_granularity(&p, WC_GRAN_PAGE, pmem2_get_flush_fn(m.map),
 	                                pmem2_get_drain_fn(m.map));
 	policy_copies_into(&p, &m);
 
-	wc_flush_policy_set_granularity(&p, WC_GRAN_CACHE_LINE, NULL, NULL);
+	wc_persist_policy_set_granularity(&p, WC_GRAN_CACHE_LINE, NULL, NULL);
 	ck_assert_ptr_eq(p.copy_large, p.line.copy_large);
 	unmap_file(&m);
 }
@@ -885,14 +885,14 @@ END_TEST
 
 START_TEST(test_granularity_cache_line)
 {
-	struct wc_flush_policy p, before;
+	struct wc_persist_policy p, before;
 	struct mapping m;
 
 	map_file(&m, "gran-cl", "CACHE_LINE");
 	ck_assert_int_eq(pmem2_map_get_store_granularity(m.map), PMEM2_GRANULARITY_CACHE_LINE);
-	ck_assert_int_eq(wc_flush_policy_init(&p, NULL), 0);
+	ck_assert_int_eq(wc_persist_policy_init(&p, NULL), 0);
 	before = p;
-	wc_flush_policy_set_granularity(&p, WC_GRAN_CACHE_LINE, NULL, NULL);
+	wc_persist_policy_set_granularity(&p, WC_GRAN_CACHE_LINE, NULL, NULL);
 	ck_assert(memcmp(&before, &p, sizeof(p)) == 0);
 	policy_copies_into(&p, &m);
 	unmap_file(&m);
@@ -913,7 +913,7 @@ START_TEST(test_first_use_real)
 	clear_env();
 	wc_calibration_forget();
 	setenv("WC_PMEM_NO_QUIRKS", "1", 1);
-	wc_flush_default_reset();
+	wc_persist_default_reset();
 	ck_assert_int_eq(wc_pmem_info(&info), 0);
 	ck_assert_msg(strstr(info.reason, "quirk table ignored (env WC_PMEM_NO_QUIRKS), "
 	                                  "measured at first use in"), "%s", info.reason);
@@ -942,7 +942,7 @@ START_TEST(test_first_use_once)
 	pretend_setup();
 	pretend_threshold = SIZE_MAX;
 	setenv("WC_PMEM_NO_QUIRKS", "1", 1);
-	wc_flush_default_reset();
+	wc_persist_default_reset();
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(pthread_create(&t[i], NULL, first_copy, NULL), 0);
 	for (int i = 0; i < 4; i++)
@@ -952,7 +952,7 @@ START_TEST(test_first_use_once)
 	ck_assert_uint_eq(info.threshold, SIZE_MAX);
 	ck_assert_msg(strstr(info.reason, "measured at first use"), "%s", info.reason);
 	/* A reset re-reads the environment but keeps the measurement. */
-	wc_flush_default_reset();
+	wc_persist_default_reset();
 	ck_assert_int_eq(wc_pmem_info(&info), 0);
 	ck_assert_uint_eq(pretend_calls, 1);
 	pretend_teardown();

@@ -357,7 +357,7 @@ static void op_flush(void *ctx)
 }
 
 struct copy_case {
-	const struct wc_flush_policy *policy;
+	const struct wc_persist_policy *policy;
 	wc_copy_fn copy;   /* a strategy alone, drained with wc_drain_sfence */
 	wc_set_fn set;
 	size_t n, off;
@@ -371,11 +371,11 @@ static void op_copy(void *ctx)
 
 	if (c->policy) {
 		if (c->use_set)
-			wc_flush_set(c->policy, dst + c->off, 0x33, c->n);
+			wc_persist_set(c->policy, dst + c->off, 0x33, c->n);
 		else
-			wc_flush_copy(c->policy, dst + c->off, src, c->n);
+			wc_persist_copy(c->policy, dst + c->off, src, c->n);
 		if (c->drain)
-			wc_flush_drain(c->policy);
+			wc_persist_drain(c->policy);
 	} else {
 		if (c->use_set)
 			c->set(dst + c->off, 0x33, c->n);
@@ -511,17 +511,17 @@ START_TEST(test_each_policy)
 	};
 
 	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
-		struct wc_flush_policy p;
+		struct wc_persist_policy p;
 		struct copy_case c = { .policy = &p };
 		char name[96];
 
-		if (wc_flush_policy_init(&p, &cfgs[i]) != 0)
+		if (wc_persist_policy_init(&p, &cfgs[i]) != 0)
 			continue; /* e.g. no CLWB here; check_flush_policy covers why */
 		snprintf(name, sizeof(name), "policy %zu (%s/%s)", i, p.info.small_strategy,
 		         p.info.large_strategy);
 		check_copy_case(&c, name);
 
-		wc_flush_policy_set_granularity(&p, WC_GRAN_BYTE, NULL, NULL);
+		wc_persist_policy_set_granularity(&p, WC_GRAN_BYTE, NULL, NULL);
 		c.n = 100;
 		c.drain = 1;
 		c.use_set = 0;
@@ -621,7 +621,7 @@ int main(void)
 	int failed;
 
 	/* Resolve the default policy before Check forks the tests. */
-	wc_flush_default();
+	wc_persist_default();
 
 	tc = tcase_create("trace");
 	tcase_add_checked_fixture(tc, setup, teardown);

@@ -226,12 +226,12 @@ START_TEST(test_other_cpu_recalibrates)
 	 * signature too. */
 	if (wc_cpu_get()->features & (WC_CPU_AVX2 | WC_CPU_AVX512F)) {
 		setenv("WC_PMEM_NO_AVX", "1", 1);
-		wc_flush_default_reset();
+		wc_persist_default_reset();
 		c = reopen();
 		assert_source(c, "recalibrated", "recorded on another CPU or setup");
 		ck_assert_int_eq(wc_close(c), 0);
 		unsetenv("WC_PMEM_NO_AVX");
-		wc_flush_default_reset();
+		wc_persist_default_reset();
 	}
 }
 END_TEST
@@ -400,14 +400,14 @@ START_TEST(test_env_and_options_win)
 	read_line(&before);
 
 	setenv("WC_PMEM_THRESHOLD", "2048", 1);
-	wc_flush_default_reset();
+	wc_persist_default_reset();
 	c = reopen();
 	assert_source(c, "env", "env WC_PMEM_THRESHOLD 2048");
 	stats(c, &st);
 	ck_assert_uint_eq(st.pmem.threshold, 2048);
 	ck_assert_int_eq(wc_close(c), 0);
 	unsetenv("WC_PMEM_THRESHOLD");
-	wc_flush_default_reset();
+	wc_persist_default_reset();
 
 	config(&cfg);
 	ck_assert_int_eq(wc_config_parse(&cfg, "pmem_threshold=768"), 0);
@@ -430,7 +430,7 @@ START_TEST(test_small_cache_not_measured)
 
 	NEED_MEASURABLE();
 	c = create(2u << 20);
-	assert_source(c, strncmp(wc_flush_default()->info.reason, "cpu quirk", 9) == 0 ?
+	assert_source(c, strncmp(wc_persist_default()->info.reason, "cpu quirk", 9) == 0 ?
 	                         "quirk table" : "engine",
 	              "not measured on this cache (at create;");
 	ck_assert_int_eq(wc_close(c), 0);

@@ -42,7 +42,7 @@ struct wc_crashsim {
 
 	uint64_t drains, writes, strays;
 
-	struct wc_flush_observer observer;
+	struct wc_persist_observer observer;
 	struct wc_test_hooks hooks;
 };
 
@@ -281,7 +281,7 @@ void wc_crashsim_free(struct wc_crashsim *sim)
 	free(sim);
 }
 
-const struct wc_flush_observer *wc_crashsim_observer(struct wc_crashsim *sim)
+const struct wc_persist_observer *wc_crashsim_observer(struct wc_crashsim *sim)
 {
 	return &sim->observer;
 }

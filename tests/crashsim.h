@@ -76,7 +76,7 @@ void wc_crashsim_free(struct wc_crashsim *sim);
 
 /* The observer to install into a flush policy, and hooks for the cache
  * (lib/testhooks.h) that attach at mapped() and detach at unmapped(). */
-const struct wc_flush_observer *wc_crashsim_observer(struct wc_crashsim *sim);
+const struct wc_persist_observer *wc_crashsim_observer(struct wc_crashsim *sim);
 struct wc_test_hooks *wc_crashsim_hooks(struct wc_crashsim *sim);
 
 /* Start watching [base, base+len).  If the previous mapping was detached

@@ -13,7 +13,7 @@
 #include "engine.h"
 
 static inline __attribute__((always_inline)) void
-cached_copy(char *d, const char *s, size_t n, enum wc_flush_insn insn)
+cached_copy(char *d, const char *s, size_t n, enum wc_persist_insn insn)
 {
 	size_t head = (size_t)(-(uintptr_t)d) & (WC_LINE - 1);
 
@@ -23,23 +23,23 @@ cached_copy(char *d, const char *s, size_t n, enum wc_flush_insn insn)
 		size_t k = head < n ? head : n;
 
 		memcpy(d, s, k);
-		wc_flush_line(d, insn);
+		wc_persist_line(d, insn);
 		d += k;
 		s += k;
 		n -= k;
 	}
 	for (; n >= WC_LINE; n -= WC_LINE, d += WC_LINE, s += WC_LINE) {
 		memcpy(d, s, WC_LINE);
-		wc_flush_line(d, insn);
+		wc_persist_line(d, insn);
 	}
 	if (n) {
 		memcpy(d, s, n);
-		wc_flush_line(d, insn);
+		wc_persist_line(d, insn);
 	}
 }
 
 static inline __attribute__((always_inline)) void
-cached_set(char *d, int c, size_t n, enum wc_flush_insn insn)
+cached_set(char *d, int c, size_t n, enum wc_persist_insn insn)
 {
 	size_t head = (size_t)(-(uintptr_t)d) & (WC_LINE - 1);
 
@@ -49,17 +49,17 @@ cached_set(char *d, int c, size_t n, enum wc_flush_insn insn)
 		size_t k = head < n ? head : n;
 
 		memset(d, c, k);
-		wc_flush_line(d, insn);
+		wc_persist_line(d, insn);
 		d += k;
 		n -= k;
 	}
 	for (; n >= WC_LINE; n -= WC_LINE, d += WC_LINE) {
 		memset(d, c, WC_LINE);
-		wc_flush_line(d, insn);
+		wc_persist_line(d, insn);
 	}
 	if (n) {
 		memset(d, c, n);
-		wc_flush_line(d, insn);
+		wc_persist_line(d, insn);
 	}
 }
 
@@ -84,7 +84,7 @@ void wc_cached_clwb_set(void *dst, int c, size_t n)
 }
 
 static inline __attribute__((always_inline)) void
-flush_range(const void *addr, size_t n, enum wc_flush_insn insn)
+flush_range(const void *addr, size_t n, enum wc_persist_insn insn)
 {
 	uintptr_t p = (uintptr_t)addr & ~(uintptr_t)(WC_LINE - 1);
 	uintptr_t end = (uintptr_t)addr + n;
@@ -92,15 +92,15 @@ flush_range(const void *addr, size_t n, enum wc_flush_insn insn)
 	if (!n)
 		return;
 	for (; p < end; p += WC_LINE)
-		wc_flush_line((const void *)p, insn);
+		wc_persist_line((const void *)p, insn);
 }
 
-void wc_flush_clflushopt(const void *addr, size_t n)
+void wc_persist_clflushopt(const void *addr, size_t n)
 {
 	flush_range(addr, n, WC_INSN_CLFLUSHOPT);
 }
 
-void wc_flush_clwb(const void *addr, size_t n)
+void wc_persist_clwb(const void *addr, size_t n)
 {
 	flush_range(addr, n, WC_INSN_CLWB);
 }
@@ -109,7 +109,7 @@ void wc_flush_clwb(const void *addr, size_t n)
  * line (0.3 GB/s in the seed measurements), but nothing else writes back a
  * cached line there.  No copy path uses it on such a CPU except for the
  * partial head/tail lines of the non-temporal strategies. */
-void wc_flush_clflush(const void *addr, size_t n)
+void wc_persist_clflush(const void *addr, size_t n)
 {
 	flush_range(addr, n, WC_INSN_CLFLUSH);
 }

@@ -330,7 +330,7 @@ void wc_calibration_forget(void)
 
 int wc_pmem_calibrate(size_t *threshold_out)
 {
-	const struct wc_flush_policy *p = wc_flush_default();
+	const struct wc_persist_policy *p = wc_persist_default();
 	const struct wc_pmem_env *env = wc_pmem_env_get();
 	int clwb = p->line.large_strategy && strcmp(p->line.large_strategy, "cached+clwb") == 0;
 

@@ -183,7 +183,7 @@ static void detect(struct wc_cpu *cpu)
 }
 #endif
 
-enum wc_flush_insn wc_partial_flush_insn = WC_INSN_CLFLUSHOPT;
+enum wc_persist_insn wc_partial_flush_insn = WC_INSN_CLFLUSHOPT;
 
 /*
  * CLWB first: store + write-back + SFENCE of one line took 157 ns with CLWB

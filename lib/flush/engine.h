@@ -81,7 +81,7 @@ enum wc_strategy_id wc_strategy_best_nt(unsigned features);
  * policy.c turns the cached path off for any other CPUID line size. */
 #define WC_LINE 64u
 
-enum wc_flush_insn {
+enum wc_persist_insn {
 	WC_INSN_CLFLUSHOPT = 0,
 	WC_INSN_CLWB,
 	WC_INSN_CLFLUSH,     /* only on CPUs with neither of the above */
@@ -91,7 +91,7 @@ enum wc_flush_insn {
  * non-temporal strategies, chosen once from the CPU (CLWB, else CLFLUSHOPT,
  * else CLFLUSH: a CPU old enough to lack both has nothing else; cpu.c has
  * the measurement). */
-extern enum wc_flush_insn wc_partial_flush_insn;
+extern enum wc_persist_insn wc_partial_flush_insn;
 
 #if defined(__x86_64__)
 /* The asm statements take a "memory" clobber so the compiler cannot sink the
@@ -111,8 +111,8 @@ static inline void wc_clflush(const void *p)
 	__asm__ volatile("clflush (%0)" : : "r"(p) : "memory");
 }
 
-static inline __attribute__((always_inline)) void wc_flush_line(const void *p,
-                                                                enum wc_flush_insn insn)
+static inline __attribute__((always_inline)) void wc_persist_line(const void *p,
+                                                                enum wc_persist_insn insn)
 {
 	if (insn == WC_INSN_CLFLUSHOPT)
 		wc_clflushopt(p);
@@ -123,15 +123,15 @@ static inline __attribute__((always_inline)) void wc_flush_line(const void *p,
 }
 
 /* Write back the one or two lines holding [p, p + n), 0 < n <= 64. */
-static inline void wc_flush_partial(const void *p, size_t n)
+static inline void wc_persist_partial(const void *p, size_t n)
 {
 	uintptr_t first = (uintptr_t)p & ~(uintptr_t)(WC_LINE - 1);
 	uintptr_t last = ((uintptr_t)p + n - 1) & ~(uintptr_t)(WC_LINE - 1);
-	enum wc_flush_insn insn = wc_partial_flush_insn;
+	enum wc_persist_insn insn = wc_partial_flush_insn;
 
-	wc_flush_line((const void *)first, insn);
+	wc_persist_line((const void *)first, insn);
 	if (last != first)
-		wc_flush_line((const void *)last, insn);
+		wc_persist_line((const void *)last, insn);
 }
 #endif
 
@@ -152,16 +152,16 @@ void wc_cached_clflushopt_copy(void *dst, const void *src, size_t n);
 void wc_cached_clflushopt_set(void *dst, int c, size_t n);
 void wc_cached_clwb_copy(void *dst, const void *src, size_t n);
 void wc_cached_clwb_set(void *dst, int c, size_t n);
-void wc_flush_clflushopt(const void *addr, size_t n);
-void wc_flush_clwb(const void *addr, size_t n);
-void wc_flush_clflush(const void *addr, size_t n);
+void wc_persist_clflushopt(const void *addr, size_t n);
+void wc_persist_clwb(const void *addr, size_t n);
+void wc_persist_clflush(const void *addr, size_t n);
 void wc_drain_sfence(void);
 
 /* granularity.c: BYTE (plain stores) and PAGE (plain stores + libpmem2's
  * msync-based flush) */
 void wc_plain_copy(void *dst, const void *src, size_t n);
 void wc_plain_set(void *dst, int c, size_t n);
-void wc_flush_noop(const void *addr, size_t n);
+void wc_persist_noop(const void *addr, size_t n);
 void wc_page_copy(void *dst, const void *src, size_t n);
 void wc_page_set(void *dst, int c, size_t n);
 /* Remember libpmem2's PAGE flush function for wc_page_copy/set. */
@@ -198,7 +198,7 @@ struct wc_pmem_env {
 void wc_pmem_env_parse(struct wc_pmem_env *env);
 /* The environment as read at first use (once per process). */
 const struct wc_pmem_env *wc_pmem_env_get(void);
-/* Test-only (through wc_flush_default_reset): read it again at next use. */
+/* Test-only (through wc_persist_default_reset): read it again at next use. */
 void wc_pmem_env_reset(void);
 
 /*
@@ -209,7 +209,7 @@ void wc_pmem_env_reset(void);
  * "env WC_PMEM_THRESHOLD 4096"), and WC_ENV_FLUSH makes CLFLUSHOPT an
  * explicit choice.  0, or -EINVAL/-ENOTSUP with a message.
  */
-int wc_flush_policy_resolve(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
+int wc_persist_policy_resolve(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
                             const struct wc_cpu *cpu, unsigned env_set);
 
 /* One size of a calibration: ns per copy, best of the rounds. */
@@ -274,11 +274,11 @@ void wc_calibration_forget(void);
 
 /* Replace the reason a resolved policy gives (interned), for its CACHE_LINE
  * choice and, if that is in force, in its info. */
-void wc_flush_policy_set_reason(struct wc_flush_policy *p, const char *reason);
+void wc_persist_policy_set_reason(struct wc_persist_policy *p, const char *reason);
 
 /* Test-only: forget the parsed environment and the process default so the
  * next use reads the environment again.  Not thread-safe. */
-void wc_flush_default_reset(void);
+void wc_persist_default_reset(void);
 
 /* A copy of `s` that lives as long as the process (policy reasons). */
 const char *wc_intern(const char *s);

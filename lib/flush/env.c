@@ -12,7 +12,7 @@
  *                                       at first use as on an unknown CPU
  *
  * A bad value is never silently ignored: it is recorded with a message that
- * wc_pmem_configure/wc_pmem_info/wc_flush_policy_init return as -EINVAL,
+ * wc_pmem_configure/wc_pmem_info/wc_persist_policy_init return as -EINVAL,
  * and the copy functions (which cannot fail) warn once on stderr and run
  * without that variable.
  */

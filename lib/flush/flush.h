@@ -3,7 +3,11 @@
  * flush.h -- the flush engine's internal contract, shared by the files of lib/flush,
  * the cache (lib/), wcbench and the tests.
  *
- * A `struct wc_flush_policy` is a resolved policy: the functions chosen for
+ * Its names start with wc_persist_, apart from the public wc_pmem_* of
+ * wcache.h and from wc_flush(), which is a cache's commit, not an engine
+ * call.
+ *
+ * A `struct wc_persist_policy` is a resolved policy: the functions chosen for
  * small and large copies, the flush and the drain, for one mapping
  * granularity.  The process default (wc_pmem_* in wcache.h) is one policy;
  * every cache resolves its own, so two caches may differ.
@@ -39,7 +43,7 @@ typedef void (*wc_range_fn)(const void *addr, size_t n);
 typedef void (*wc_drain_fn)(void);
 
 /* Test hook: told of every persistence event of one policy. */
-struct wc_flush_observer {
+struct wc_persist_observer {
 	/* [addr, addr+n) was written and its write-back started; it becomes
 	 * persistent at the next drain.  `atomic8` marks an aligned 8-byte
 	 * store that can never tear (the commit record). */
@@ -49,17 +53,17 @@ struct wc_flush_observer {
 	void *ctx;
 };
 
-struct wc_flush_policy {
+struct wc_persist_policy {
 	enum wc_granularity gran;
 	size_t threshold;               /* copies >= threshold take the large path */
 	wc_copy_fn copy_small, copy_large;
 	wc_set_fn set_small, set_large;
 	wc_range_fn flush;              /* write back cached stores */
 	wc_drain_fn drain;              /* the fence */
-	const struct wc_flush_observer *observer; /* NULL outside tests */
+	const struct wc_persist_observer *observer; /* NULL outside tests */
 	struct wc_pmem_info info;       /* what is in force, and why */
 	/* additions: the CACHE_LINE choice, kept so that
-	 * wc_flush_policy_set_granularity() can return to it */
+	 * wc_persist_policy_set_granularity() can return to it */
 	struct {
 		size_t threshold;
 		wc_copy_fn copy_small, copy_large;
@@ -77,36 +81,36 @@ struct wc_flush_policy {
  * otherwise the fields left 0 take the environment's values and `disable`
  * adds the environment's bits.  A bad WC_PMEM_* value is -EINVAL here.)
  */
-int wc_flush_policy_init(struct wc_flush_policy *p, const struct wc_pmem_config *cfg);
+int wc_persist_policy_init(struct wc_persist_policy *p, const struct wc_pmem_config *cfg);
 
 /*
  * Adapt a resolved policy to a mapping's granularity.  For WC_GRAN_PAGE the
  * caller passes libpmem2's flush and drain functions of that mapping
  * (pmem2_get_flush_fn / pmem2_get_drain_fn); they are ignored otherwise.
  */
-void wc_flush_policy_set_granularity(struct wc_flush_policy *p, enum wc_granularity g,
+void wc_persist_policy_set_granularity(struct wc_persist_policy *p, enum wc_granularity g,
                                      wc_range_fn page_flush, wc_drain_fn page_drain);
 
 /* The process-wide default policy (resolved once, thread-safe).  The
  * fast path is inline: the public wc_pmem_* functions call it per copy, and
  * an out-of-line call (whose prologue also paid for the slow path's frame)
  * cost a third of a 64-byte copy with one fence per 64 copies. */
-extern _Atomic(const struct wc_flush_policy *) wc_flush_current
+extern _Atomic(const struct wc_persist_policy *) wc_persist_current
         __attribute__((visibility("hidden"))); /* no GOT load in the shared library */
-const struct wc_flush_policy *wc_flush_default_slow(void);
+const struct wc_persist_policy *wc_persist_default_slow(void);
 
-static inline const struct wc_flush_policy *wc_flush_default(void)
+static inline const struct wc_persist_policy *wc_persist_default(void)
 {
 	/* Pairs with the release store that publishes a resolved policy. */
-	const struct wc_flush_policy *p =
-	        atomic_load_explicit(&wc_flush_current, memory_order_acquire);
+	const struct wc_persist_policy *p =
+	        atomic_load_explicit(&wc_persist_current, memory_order_acquire);
 
 	if (__builtin_expect(p != NULL, 1))
 		return p;
-	return wc_flush_default_slow();
+	return wc_persist_default_slow();
 }
 
-static inline void wc_flush_copy(const struct wc_flush_policy *p, void *dst,
+static inline void wc_persist_copy(const struct wc_persist_policy *p, void *dst,
                                  const void *src, size_t n)
 {
 	(n < p->threshold ? p->copy_small : p->copy_large)(dst, src, n);
@@ -114,7 +118,7 @@ static inline void wc_flush_copy(const struct wc_flush_policy *p, void *dst,
 		p->observer->written(p->observer->ctx, dst, n, 0);
 }
 
-static inline void wc_flush_set(const struct wc_flush_policy *p, void *dst, int c, size_t n)
+static inline void wc_persist_set(const struct wc_persist_policy *p, void *dst, int c, size_t n)
 {
 	(n < p->threshold ? p->set_small : p->set_large)(dst, c, n);
 	if (__builtin_expect(p->observer != NULL, 0))
@@ -122,7 +126,7 @@ static inline void wc_flush_set(const struct wc_flush_policy *p, void *dst, int 
 }
 
 /* Write back [addr, addr+n) that the caller stored with plain stores. */
-static inline void wc_flush_range(const struct wc_flush_policy *p, const void *addr, size_t n)
+static inline void wc_persist_range(const struct wc_persist_policy *p, const void *addr, size_t n)
 {
 	p->flush(addr, n);
 	if (__builtin_expect(p->observer != NULL, 0))
@@ -130,7 +134,7 @@ static inline void wc_flush_range(const struct wc_flush_policy *p, const void *a
 }
 
 /* One aligned 8-byte store that cannot tear, then write-back of its line. */
-static inline void wc_flush_store8(const struct wc_flush_policy *p, uint64_t *dst, uint64_t v)
+static inline void wc_persist_store8(const struct wc_persist_policy *p, uint64_t *dst, uint64_t v)
 {
 	__atomic_store_n(dst, v, __ATOMIC_RELEASE);
 	p->flush(dst, sizeof(*dst));
@@ -138,7 +142,7 @@ static inline void wc_flush_store8(const struct wc_flush_policy *p, uint64_t *ds
 		p->observer->written(p->observer->ctx, dst, sizeof(*dst), 1);
 }
 
-static inline void wc_flush_drain(const struct wc_flush_policy *p)
+static inline void wc_persist_drain(const struct wc_persist_policy *p)
 {
 	p->drain();
 	if (__builtin_expect(p->observer != NULL, 0))
@@ -157,7 +161,7 @@ static inline void wc_flush_drain(const struct wc_flush_policy *p)
  * drains.  The observer sees a drain either way: the power-failure
  * simulator persists the thread's snapshots here.
  */
-static inline void wc_flush_order_before_lock(const struct wc_flush_policy *p)
+static inline void wc_persist_order_before_lock(const struct wc_persist_policy *p)
 {
 #if defined(__x86_64__)
 	if (p->gran != WC_GRAN_PAGE) {
@@ -166,7 +170,7 @@ static inline void wc_flush_order_before_lock(const struct wc_flush_policy *p)
 		return;
 	}
 #endif
-	wc_flush_drain(p);
+	wc_persist_drain(p);
 }
 
 #endif /* WC_FLUSH_H */

@@ -22,7 +22,7 @@ void wc_plain_set(void *dst, int c, size_t n)
 	memset(dst, c, n);
 }
 
-void wc_flush_noop(const void *addr, size_t n)
+void wc_persist_noop(const void *addr, size_t n)
 {
 }
 

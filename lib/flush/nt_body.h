@@ -53,7 +53,7 @@ static inline __attribute__((always_inline)) void wc_cached_lines_copy(char *d, 
 		if (k > n)
 			k = n;
 		memcpy(d, s, k);
-		wc_flush_line(d, wc_partial_flush_insn);
+		wc_persist_line(d, wc_partial_flush_insn);
 		d += k;
 		s += k;
 		n -= k;
@@ -68,7 +68,7 @@ static inline __attribute__((always_inline)) void wc_cached_lines_set(char *d, i
 		if (k > n)
 			k = n;
 		memset(d, c, k);
-		wc_flush_line(d, wc_partial_flush_insn);
+		wc_persist_line(d, wc_partial_flush_insn);
 		d += k;
 		n -= k;
 	}
@@ -88,7 +88,7 @@ wc_nt_copy_body(void *dst, const void *src, size_t n, wc_nt_copy_lines_fn copy_l
 			return;
 		}
 		memcpy(d, s, head);
-		wc_flush_partial(d, head);
+		wc_persist_partial(d, head);
 		d += head;
 		s += head;
 		n -= head;
@@ -102,7 +102,7 @@ wc_nt_copy_body(void *dst, const void *src, size_t n, wc_nt_copy_lines_fn copy_l
 	}
 	if (n) {
 		memcpy(d, s, n);
-		wc_flush_partial(d, n);
+		wc_persist_partial(d, n);
 	}
 }
 
@@ -119,7 +119,7 @@ wc_nt_set_body(void *dst, int c, size_t n, wc_nt_set_lines_fn set_lines)
 			return;
 		}
 		memset(d, c, head);
-		wc_flush_partial(d, head);
+		wc_persist_partial(d, head);
 		d += head;
 		n -= head;
 	}
@@ -131,7 +131,7 @@ wc_nt_set_body(void *dst, int c, size_t n, wc_nt_set_lines_fn set_lines)
 	}
 	if (n) {
 		memset(d, c, n);
-		wc_flush_partial(d, n);
+		wc_persist_partial(d, n);
 	}
 }
 

@@ -98,7 +98,7 @@ static const char *origin(unsigned env_set, unsigned bit, const char *var)
 	return (env_set & bit) ? var : "config";
 }
 
-static void set_uniform(struct wc_flush_policy *p, const struct wc_strategy *s, size_t threshold)
+static void set_uniform(struct wc_persist_policy *p, const struct wc_strategy *s, size_t threshold)
 {
 	p->threshold = threshold;
 	p->copy_small = p->copy_large = s->copy;
@@ -107,7 +107,7 @@ static void set_uniform(struct wc_flush_policy *p, const struct wc_strategy *s, 
 }
 
 #if defined(__x86_64__)
-static void set_split(struct wc_flush_policy *p, const struct wc_strategy *small,
+static void set_split(struct wc_persist_policy *p, const struct wc_strategy *small,
                       const struct wc_strategy *large, size_t threshold)
 {
 	p->threshold = threshold;
@@ -151,12 +151,12 @@ static wc_range_fn pick_flush(unsigned features, int flush_insn, int explicit_in
 {
 #if defined(__x86_64__)
 	if (explicit_insn && flush_insn == WC_PMEM_CLFLUSHOPT && (features & WC_CPU_CLFLUSHOPT))
-		return wc_flush_clflushopt;
+		return wc_persist_clflushopt;
 	if (features & WC_CPU_CLWB)
-		return wc_flush_clwb;
+		return wc_persist_clwb;
 	if (features & WC_CPU_CLFLUSHOPT)
-		return wc_flush_clflushopt;
-	return wc_flush_clflush;
+		return wc_persist_clflushopt;
+	return wc_persist_clflush;
 #else
 	return wc_generic_flush;
 #endif
@@ -168,7 +168,7 @@ static wc_range_fn pick_flush(unsigned features, int flush_insn, int explicit_in
  * has: a pretended CPU (the tests) gets the real CPU's answer, or the one
  * wc_first_use_measure pretends.
  */
-static int measure_unknown(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
+static int measure_unknown(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
                            const struct wc_cpu *cpu, unsigned features, unsigned env_set,
                            const struct wc_strategy *nt, const struct wc_strategy *cached,
                            char *why, size_t len)
@@ -201,7 +201,7 @@ static int measure_unknown(struct wc_flush_policy *p, const struct wc_pmem_confi
 }
 
 /* Rules 2-8 of the comment at the top; `why` receives the reason. */
-static int decide(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
+static int decide(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
                   const struct wc_cpu *cpu, unsigned features, unsigned line,
                   unsigned env_set, char *why, size_t len)
 {
@@ -270,7 +270,7 @@ static int decide(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
 }
 #else
 /* Rule 1: libpmem2 knows this architecture's write-back instructions. */
-static int decide(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
+static int decide(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
                   const struct wc_cpu *cpu, unsigned features, unsigned line,
                   unsigned env_set, char *why, size_t len)
 {
@@ -284,7 +284,7 @@ static int decide(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
 }
 #endif
 
-int wc_flush_policy_resolve(struct wc_flush_policy *p, const struct wc_pmem_config *cfg,
+int wc_persist_policy_resolve(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
                             const struct wc_cpu *cpu, unsigned env_set)
 {
 	unsigned features = cpu->features & ~cfg->disable;
@@ -335,7 +335,7 @@ int wc_flush_policy_resolve(struct wc_flush_policy *p, const struct wc_pmem_conf
 	return 0;
 }
 
-void wc_flush_policy_set_reason(struct wc_flush_policy *p, const char *reason)
+void wc_persist_policy_set_reason(struct wc_persist_policy *p, const char *reason)
 {
 	const char *r = wc_intern(reason);
 
@@ -383,7 +383,7 @@ static int config_is_zero(const struct wc_pmem_config *cfg)
 	                cfg->line_size == zero.line_size);
 }
 
-int wc_flush_policy_init(struct wc_flush_policy *p, const struct wc_pmem_config *cfg)
+int wc_persist_policy_init(struct wc_persist_policy *p, const struct wc_pmem_config *cfg)
 {
 	const struct wc_pmem_env *env = wc_pmem_env_get();
 	struct wc_pmem_config merged;
@@ -395,21 +395,21 @@ int wc_flush_policy_init(struct wc_flush_policy *p, const struct wc_pmem_config 
 		return wc_err(env->error, "%s", env->errmsg);
 	if (config_is_zero(cfg)) {
 		/* The process default, as wc_pmem_configure() last set it. */
-		*p = *wc_flush_default();
+		*p = *wc_persist_default();
 		return 0;
 	}
 	from_env = merge_env(&merged, cfg, env);
-	return wc_flush_policy_resolve(p, &merged, wc_cpu_get(), from_env);
+	return wc_persist_policy_resolve(p, &merged, wc_cpu_get(), from_env);
 }
 
-void wc_flush_policy_set_granularity(struct wc_flush_policy *p, enum wc_granularity g,
+void wc_persist_policy_set_granularity(struct wc_persist_policy *p, enum wc_granularity g,
                                      wc_range_fn page_flush, wc_drain_fn page_drain)
 {
 	switch (g) {
 	case WC_GRAN_BYTE:
 		p->copy_small = p->copy_large = wc_plain_copy;
 		p->set_small = p->set_large = wc_plain_set;
-		p->flush = wc_flush_noop;
+		p->flush = wc_persist_noop;
 		/* drain stays the fence: stores must still be ordered before a
 		 * later commit record, even when the caches are persistent. */
 		p->info.small_strategy = p->info.large_strategy = "plain-stores";
@@ -453,16 +453,16 @@ void wc_flush_policy_set_granularity(struct wc_flush_policy *p, enum wc_granular
  */
 struct policy_node {
 	struct policy_node *next;
-	struct wc_flush_policy policy;
+	struct wc_persist_policy policy;
 };
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct policy_node *all_policies;
-_Atomic(const struct wc_flush_policy *) wc_flush_current __attribute__((visibility("hidden")));
+_Atomic(const struct wc_persist_policy *) wc_persist_current __attribute__((visibility("hidden")));
 static int warned;
 
 /* Caller holds default_lock. */
-static const struct wc_flush_policy *keep(const struct wc_flush_policy *p)
+static const struct wc_persist_policy *keep(const struct wc_persist_policy *p)
 {
 	struct policy_node *n;
 
@@ -479,12 +479,12 @@ static const struct wc_flush_policy *keep(const struct wc_flush_policy *p)
 }
 
 /* Caller holds default_lock.  Never fails: the copy functions cannot. */
-static const struct wc_flush_policy *resolve_default(void)
+static const struct wc_persist_policy *resolve_default(void)
 {
 	const struct wc_pmem_env *env = wc_pmem_env_get();
-	struct wc_flush_policy p;
+	struct wc_persist_policy p;
 	struct wc_pmem_config merged;
-	const struct wc_flush_policy *kept;
+	const struct wc_persist_policy *kept;
 	unsigned from_env;
 
 	if (env->error && !warned) {
@@ -493,10 +493,10 @@ static const struct wc_flush_policy *resolve_default(void)
 		        env->errmsg);
 	}
 	from_env = merge_env(&merged, NULL, env);
-	if (wc_flush_policy_resolve(&p, &merged, wc_cpu_get(), from_env) != 0) {
+	if (wc_persist_policy_resolve(&p, &merged, wc_cpu_get(), from_env) != 0) {
 		fprintf(stderr, "libwcache: warning: %s; using the built-in policy\n", wc_errmsg());
 		memset(&merged, 0, sizeof(merged));
-		if (wc_flush_policy_resolve(&p, &merged, wc_cpu_get(), 0) != 0) {
+		if (wc_persist_policy_resolve(&p, &merged, wc_cpu_get(), 0) != 0) {
 			fprintf(stderr, "libwcache: fatal: no way to persist data: %s\n", wc_errmsg());
 			abort();
 		}
@@ -509,15 +509,15 @@ static const struct wc_flush_policy *resolve_default(void)
 	return kept;
 }
 
-const struct wc_flush_policy *wc_flush_default_slow(void)
+const struct wc_persist_policy *wc_persist_default_slow(void)
 {
-	const struct wc_flush_policy *p;
+	const struct wc_persist_policy *p;
 
 	pthread_mutex_lock(&default_lock);
-	p = atomic_load_explicit(&wc_flush_current, memory_order_relaxed);
+	p = atomic_load_explicit(&wc_persist_current, memory_order_relaxed);
 	if (!p) {
 		p = resolve_default();
-		atomic_store_explicit(&wc_flush_current, p, memory_order_release);
+		atomic_store_explicit(&wc_persist_current, p, memory_order_release);
 	}
 	pthread_mutex_unlock(&default_lock);
 	return p;
@@ -527,23 +527,23 @@ int wc_pmem_configure(const struct wc_pmem_config *cfg)
 {
 	const struct wc_pmem_env *env = wc_pmem_env_get();
 	struct wc_pmem_config merged;
-	struct wc_flush_policy p;
-	const struct wc_flush_policy *kept;
+	struct wc_persist_policy p;
+	const struct wc_persist_policy *kept;
 	unsigned from_env;
 	int ret;
 
 	if (env->error)
 		return wc_err(env->error, "%s", env->errmsg);
-	/* Unlike wc_flush_policy_init, NULL/all-zero means the built-in
+	/* Unlike wc_persist_policy_init, NULL/all-zero means the built-in
 	 * defaults and the environment, not the policy in force. */
 	from_env = merge_env(&merged, cfg, env);
-	ret = wc_flush_policy_resolve(&p, &merged, wc_cpu_get(), from_env);
+	ret = wc_persist_policy_resolve(&p, &merged, wc_cpu_get(), from_env);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&default_lock);
 	kept = keep(&p);
 	if (kept)
-		atomic_store_explicit(&wc_flush_current, kept, memory_order_release);
+		atomic_store_explicit(&wc_persist_current, kept, memory_order_release);
 	pthread_mutex_unlock(&default_lock);
 	if (!kept)
 		return wc_err(-ENOMEM, "wc_pmem_configure: out of memory for the policy");
@@ -554,16 +554,16 @@ int wc_pmem_info(struct wc_pmem_info *out)
 {
 	const struct wc_pmem_env *env = wc_pmem_env_get();
 
-	*out = wc_flush_default()->info;
+	*out = wc_persist_default()->info;
 	if (env->error)
 		return wc_err(env->error, "%s", env->errmsg);
 	return 0;
 }
 
-void wc_flush_default_reset(void)
+void wc_persist_default_reset(void)
 {
 	pthread_mutex_lock(&default_lock);
-	atomic_store_explicit(&wc_flush_current, NULL, memory_order_release);
+	atomic_store_explicit(&wc_persist_current, NULL, memory_order_release);
 	warned = 0;
 	wc_pmem_env_reset();
 	pthread_mutex_unlock(&default_lock);

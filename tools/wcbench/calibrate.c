@@ -83,7 +83,7 @@ void wcb_json_calibration(struct wct_json *j, const struct wc_calibration *cal)
 int wcbench_calibrate(int argc, char **argv)
 {
 	const struct wc_pmem_env *env = wc_pmem_env_get();
-	const struct wc_flush_policy *p = wc_flush_default();
+	const struct wc_persist_policy *p = wc_persist_default();
 	unsigned features = wc_cpu_get()->features & ~env->cfg.disable;
 	int flush_insn = strcmp(p->line.large_strategy, "cached+clwb") == 0 ||
 	                 env->cfg.flush_insn == WC_PMEM_CLWB ? WC_PMEM_CLWB : WC_PMEM_CLFLUSHOPT;

@@ -98,7 +98,7 @@ int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json)
 	struct wc_layout l;
 	struct wc_pmem_policy before, now;
 	struct wc_calibration cal;
-	struct wc_flush_policy fp;
+	struct wc_persist_policy fp;
 	unsigned features;
 	int flush_insn, ret, status = 1;
 	uint64_t area;
@@ -119,12 +119,12 @@ int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json)
 		        m.gran == PMEM2_GRANULARITY_BYTE ? "byte (eADR)" : "page (msync)");
 		goto out;
 	}
-	ret = wc_flush_policy_init(&fp, &none);
+	ret = wc_persist_policy_init(&fp, &none);
 	if (ret) {
 		fprintf(stderr, "wcbench calibrate: %s\n", wc_errmsg());
 		goto out;
 	}
-	wc_flush_policy_set_granularity(&fp, WC_GRAN_CACHE_LINE, NULL, NULL);
+	wc_persist_policy_set_granularity(&fp, WC_GRAN_CACHE_LINE, NULL, NULL);
 	before = *wc_policy_line(m.base);
 	wc_policy_inputs(&none, &features, &flush_insn);
 	/* Offline: no time limit, as many rounds as asked. */

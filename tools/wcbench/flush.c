@@ -267,7 +267,7 @@ static char *next_dst(struct bench *b, size_t size)
 static double sample(struct bench *b, const struct column *c, size_t size, unsigned copies,
                      unsigned batch)
 {
-	const struct wc_flush_policy *p = b->policy;
+	const struct wc_persist_policy *p = b->policy;
 	size_t start_pos = b->pos;
 	double t0 = wct_now_ns(), t1;
 	unsigned i;
@@ -275,7 +275,7 @@ static double sample(struct bench *b, const struct column *c, size_t size, unsig
 	switch (c->kind) {
 	case COL_POLICY:
 		/* What an application calls: the public functions, with their
-		 * dispatch.  `p` is the policy they use (wc_flush_default). */
+		 * dispatch.  `p` is the policy they use (wc_persist_default). */
 		for (i = 1; i <= copies; i++) {
 			wc_pmem_memcpy(next_dst(b, size), b->source, size);
 			if (i % batch == 0 || i == copies)
@@ -495,7 +495,7 @@ int wcbench_flush(int argc, char **argv)
 		free(b);
 		return ret;
 	}
-	b->policy = wc_flush_default();
+	b->policy = wc_persist_default();
 	make_sizes(b);
 	make_columns(b);
 	if (map_destination(b) != 0)
@@ -510,8 +510,8 @@ int wcbench_flush(int argc, char **argv)
 	for (uint64_t i = 0; i < b->max; i++)
 		b->source[i] = (char)(i * 167 + 13);
 	/* Fault in every page of the destination before timing anything. */
-	wc_flush_set(b->policy, b->dst, 0, b->region);
-	wc_flush_drain(b->policy);
+	wc_persist_set(b->policy, b->dst, 0, b->region);
+	wc_persist_drain(b->policy);
 
 	measure(b);
 	if (b->json)

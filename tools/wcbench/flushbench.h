@@ -47,7 +47,7 @@ struct bench {
 	pmem2_drain_fn pm_drain;
 	char *dst, *source;
 	size_t pos;
-	const struct wc_flush_policy *policy;
+	const struct wc_persist_policy *policy;
 
 	struct column col[MAX_COLS];
 	unsigned ncols;

@@ -6,7 +6,7 @@
  * The cache phase drives wc_write/wc_read from --threads threads.  The floor
  * phase then does the same operations, in the same order and from the same
  * number of threads, with the flush engine alone: each write is one
- * wc_flush_copy() with the cache's own policy into a mapped /dev/shm region
+ * wc_persist_copy() with the cache's own policy into a mapped /dev/shm region
  * the size of the cache, at the operation's offset, and each thread drains
  * once per autocommit_blocks blocks (or per write with --fua, per
  * --flush-every writes); each read is a memcpy out of the region.  That is

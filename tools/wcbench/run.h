@@ -13,7 +13,7 @@
 #include "histogram.h"
 #include "wcache.h"
 
-struct wc_flush_policy;
+struct wc_persist_policy;
 
 #define RUN_MAX_THREADS 64
 #define RUN_MAX_ROUNDS 101
@@ -81,7 +81,7 @@ struct run_ctx {
 	uint32_t bs_cache;
 	uint64_t slots;            /* working set / bs */
 	unsigned autocommit_blocks;
-	const struct wc_flush_policy *fp; /* the cache's policy; the floor uses it too */
+	const struct wc_persist_policy *fp; /* the cache's policy; the floor uses it too */
 	char *floor;
 	uint64_t floor_len;
 
