@@ -31,7 +31,9 @@ note() { echo "# $*"; }
 bail() { echo "Bail out! $*"; exit 1; }
 finish() { echo "1..$n"; [ "$failed" -eq 0 ]; exit $?; }
 
-skip_all() { echo "1..0 # SKIP $*"; exit 77; }
+# The plan "1..0 # SKIP why" is the skip: automake's TAP driver reports it as
+# SKIP on exit 0, and as an error on exit 77 (it reads the exit status).
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 
 # require CMD...: skip the whole test unless all of this can run here.
 require() {

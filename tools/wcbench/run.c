@@ -6,8 +6,8 @@
  * The cache phase drives wc_write/wc_read from --threads threads.  The floor
  * phase then does the same operations, in the same order and from the same
  * number of threads, with the flush engine alone: each write is one
- * wc_persist_copy() with the cache's own policy into a mapped /dev/shm region
- * the size of the cache, at the operation's offset, and each thread drains
+ * wc_persist_copy() with the cache's own policy into a mapped region beside
+ * the cache file (same memory, same page size), the size of the cache, at the operation's offset, and each thread drains
  * once per autocommit_blocks blocks (or per write with --fua, per
  * --flush-every writes); each read is a memcpy out of the region.  That is
  * what a cache with no index, no allocator and no commit would cost, so
@@ -31,6 +31,7 @@
  * drifts of a shared machine.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -255,23 +256,30 @@ static int open_cache(struct run_ctx *x)
 	return 0;
 }
 
-/* The floor's destination: an anonymous tmpfs region the size of the
- * cache's data area (the same memory type as the cache file), faulted in. */
+/* The floor's destination: an unlinked file the size of the cache's data
+ * area in the cache file's directory, faulted in. */
 static int map_floor(struct run_ctx *x)
 {
-	char path[64];
+	char path[PATH_MAX], dir[PATH_MAX];
+	const char *slash = strrchr(x->o.cache_path, '/');
 	int fd;
 
+	/* Next to the cache file: the same memory and the same page size (a
+	 * huge-page tmpfs gives both 2 MiB pages, /dev/shm both 4 KiB). */
+	if (slash && slash != x->o.cache_path)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - x->o.cache_path), x->o.cache_path);
+	else
+		snprintf(dir, sizeof(dir), "%s", slash ? "/" : ".");
 	x->floor_len = x->c->layout.n_blocks * (uint64_t)x->bs_cache;
 	if (x->floor_len < x->o.bs)
 		x->floor_len = x->o.bs;
-	fd = wct_scratch_temp("wcbench run", path, sizeof(path), "/dev/shm", "wcbench-floor-", 0);
+	fd = wct_scratch_temp("wcbench run", path, sizeof(path), dir, "wcbench-floor-", 0);
 	if (fd < 0)
 		return -1;
 	unlink(path); /* the mapping keeps it alive; nothing to clean up */
 	if (posix_fallocate(fd, 0, (off_t)x->floor_len) != 0) {
-		fprintf(stderr, "wcbench run: floor region of %llu bytes in /dev/shm: no space\n",
-		        (unsigned long long)x->floor_len);
+		fprintf(stderr, "wcbench run: floor region of %llu bytes in %s: no space\n",
+		        (unsigned long long)x->floor_len, dir);
 		close(fd);
 		return -1;
 	}

@@ -74,8 +74,8 @@ void run_report_text(const struct run_ctx *x)
 	printf("policy: %s, %s (cache and floor) -- %s\n", text, x->final.pmem_source,
 	       x->c->fp.info.reason);
 	if (!o->no_floor)
-		printf("floor: the same operations with the flush engine alone into a %s /dev/shm "
-		       "region, one drain per %s\n", wct_size_str(s3, sizeof(s3), x->floor_len),
+		printf("floor: the same operations with the flush engine alone into a %s region "
+		       "beside the cache file, one drain per %s\n", wct_size_str(s3, sizeof(s3), x->floor_len),
 		       o->fua ? "write" : "autocommit batch");
 	printf("\n%-7s %-12s %9s %9s %9s %9s %9s %9s %9s\n", "threads", "", "IOPS", "MB/s", "p50",
 	       "p99", "p99.9", "mean", "max");
