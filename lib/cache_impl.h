@@ -288,13 +288,13 @@ void wc_entry_invalidate(struct wc_cache *c, uint32_t idx);
 unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint64_t seq_limit,
                           void (*emit)(struct wc_cache *, uint32_t, void *), void *emit_arg);
 bool wc_autocommit_due(struct wc_cache *c);
-/* Blocks published into epochs not yet committed (a racy sum of the shard
- * logs, exact for writes that completed before the call). */
-uint64_t wc_uncommitted(struct wc_cache *c);
+/* Were blocks published into an epoch not yet committed?  (Read without
+ * locks; exact for writes that completed before the call.) */
+bool wc_uncommitted(struct wc_cache *c);
 int wc_shard_logs_init(struct wc_cache *c);
 /* Shard lock held: make room for n more blocks in s's log of parity par;
  * returns how many fit (fewer only when out of memory). */
-unsigned wc_shard_log_room(struct wc_cache *c, struct wc_shard *s, unsigned par, unsigned n);
+unsigned wc_shard_log_room(struct wc_shard *s, unsigned par, unsigned n);
 /* Start dating epochs: those below `epoch` count as committed now. */
 void wc_age_init(struct wc_cache *c, uint64_t epoch);
 /* Every entry with seq below the result was committed at least age_ms ago

@@ -416,19 +416,20 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, uint64_t logged,
 	return complete;
 }
 
-uint64_t wc_uncommitted(struct wc_cache *c)
+/* Did shard s log (or fail to log) a block in the epoch of parity par?
+ * Read without the shard lock. */
+static bool shard_logged(const struct wc_shard *s, unsigned par)
 {
-	uint64_t n = 0;
+	return __atomic_load_n(&s->log_n[par], __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&s->log_lost[par], __ATOMIC_RELAXED);
+}
 
-	for (unsigned k = 0; k < WC_SHARDS; k++) {
-		const struct wc_shard *s = &c->shards[k];
-
-		n += __atomic_load_n(&s->log_n[0], __ATOMIC_RELAXED) +
-		     __atomic_load_n(&s->log_n[1], __ATOMIC_RELAXED);
-		n += __atomic_load_n(&s->log_lost[0], __ATOMIC_RELAXED) ||
-		     __atomic_load_n(&s->log_lost[1], __ATOMIC_RELAXED);
-	}
-	return n;
+bool wc_uncommitted(struct wc_cache *c)
+{
+	for (unsigned k = 0; k < WC_SHARDS; k++)
+		if (shard_logged(&c->shards[k], 0) || shard_logged(&c->shards[k], 1))
+			return true;
+	return false;
 }
 
 int wc_shard_logs_init(struct wc_cache *c)
@@ -450,11 +451,10 @@ int wc_shard_logs_init(struct wc_cache *c)
 	return 0;
 }
 
-unsigned wc_shard_log_room(struct wc_cache *c, struct wc_shard *s, unsigned par, unsigned n)
+unsigned wc_shard_log_room(struct wc_shard *s, unsigned par, unsigned n)
 {
 	uint32_t need = s->log_n[par] + n;
 
-	(void)c;
 	if (need > s->log_cap[par]) {
 		/* Rare: once a shard's log fits its busiest epoch it stays. */
 		uint32_t cap = s->log_cap[par] * 2 > need ? s->log_cap[par] * 2 : need;
@@ -490,8 +490,7 @@ static uint64_t wait_epoch_quiet(struct wc_cache *c, uint64_t e)
 			wc_spin_pause(&spins);
 		/* Final now: the shards the rest of the commit looks at (a
 		 * FUA write's commit visits one, not sixty-four). */
-		if (__atomic_load_n(&s->log_n[e & 1], __ATOMIC_RELAXED) ||
-		    __atomic_load_n(&s->log_lost[e & 1], __ATOMIC_RELAXED))
+		if (shard_logged(s, e & 1))
 			logged |= 1ull << i;
 	}
 	return logged;
@@ -573,13 +572,9 @@ uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms)
  * happened before); one still publishing belongs to no caller yet. */
 static bool epoch_has_blocks(struct wc_cache *c, uint64_t e)
 {
-	for (unsigned k = 0; k < WC_SHARDS; k++) {
-		const struct wc_shard *s = &c->shards[k];
-
-		if (__atomic_load_n(&s->log_n[e & 1], __ATOMIC_RELAXED) ||
-		    __atomic_load_n(&s->log_lost[e & 1], __ATOMIC_RELAXED))
+	for (unsigned k = 0; k < WC_SHARDS; k++)
+		if (shard_logged(&c->shards[k], e & 1))
 			return true;
-	}
 	return false;
 }
 

@@ -231,7 +231,7 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 	wc_spin_lock(&s->lock);
 	epoch = wc_epoch_current(c);
 	par = epoch & 1;
-	logged = wc_shard_log_room(c, s, par, n);
+	logged = wc_shard_log_room(s, par, n);
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t old = wc_index_find(c, s, block + i);
 		struct wc_entry *e = &c->e[idx[i]];

@@ -285,11 +285,11 @@ static void dead_emit(struct wc_cache *c, uint32_t idx, void *arg)
 	d->v[d->n++] = idx;
 }
 
-static void requeue_failed(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
+/* Its shard lock held (the flags are the shard's). */
+static void requeue_failed(struct wc_cache *c, uint32_t idx)
 {
 	struct wc_entry *e = &c->e[idx];
 
-	(void)s;
 	wc_entry_set_flags(e, e->flags & ~WC_E_WB);
 	/* Superseded while in flight: no logged block leads a commit to it
 	 * any more (its successor's commit skipped it), so the next commit
@@ -341,7 +341,7 @@ static unsigned finish(struct wc_cache *c, struct wb_state *w, unsigned nruns, b
 				wc_unlock_for_drop(c, s);
 			} else {
 				wc_spin_lock(&s->lock);
-				requeue_failed(c, s, idx);
+				requeue_failed(c, idx);
 				wc_spin_unlock(&s->lock);
 			}
 		}
