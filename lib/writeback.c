@@ -179,8 +179,12 @@ static unsigned pick(struct wc_cache *c, struct wb_state *w, enum pick_mode mode
 			continue;
 		s = wc_shard_of(c, origin);
 		wc_spin_lock(&s->lock);
-		ok = (e->flags & WC_E_CURRENT) && !(e->flags & WC_E_WB) && e->origin == origin &&
-		     eligible(c, s, idx, mode, horizon);
+		/* Until the origin matches, the entry may belong to another
+		 * shard, whose writers change it under their own lock: atomic
+		 * loads.  Once it matches and is current, our lock holds it. */
+		flags = __atomic_load_n(&e->flags, __ATOMIC_RELAXED);
+		ok = __atomic_load_n(&e->origin, __ATOMIC_RELAXED) == origin &&
+		     (flags & WC_E_CURRENT) && !(flags & WC_E_WB) && eligible(c, s, idx, mode, horizon);
 		if (ok)
 			take(c, out, &n, idx);
 		wc_spin_unlock(&s->lock);
