@@ -300,7 +300,7 @@ static int with_path_origin(wc_cache **out, const char *cache_path, const char *
 		if (fd < 0 && ret == -EBUSY)
 			return ret;
 	}
-	ret = wc_origin_open_path(&origin, origin_path);
+	ret = wc_origin_open(&origin, origin_path);
 	if (ret) {
 		if (fd >= 0)
 			close(fd);

@@ -4,6 +4,7 @@
  * table and synchronous I/O on top of the asynchronous submit/poll pair.
  */
 #include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 
 #include "origin.h"
@@ -137,7 +138,35 @@ int wc_origin_rw_sync(struct wc_origin *o, enum wc_origin_op op, void *buf, size
 	return 0;
 }
 
-int wc_origin_open_path(struct wc_origin *out, const char *path)
+enum wc_origin_kind wc_origin_kind_of(const char *name)
 {
-	return wc_origin_open_aio(out, path, 0);
+	/* libnbd's URI schemes (nbd_connect_uri(3)); a path never has "://". */
+	static const char *const nbd_schemes[] = {
+		"nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://", "nbds+vsock://",
+	};
+
+	for (size_t i = 0; i < sizeof(nbd_schemes) / sizeof(nbd_schemes[0]); i++)
+		if (strncmp(name, nbd_schemes[i], strlen(nbd_schemes[i])) == 0)
+			return WC_ORIGIN_KIND_NBD;
+	/* qemu's syntax; a relative path starting "rbd:" must be written ./rbd:... */
+	if (strncmp(name, "rbd:", 4) == 0)
+		return WC_ORIGIN_KIND_RBD;
+	return WC_ORIGIN_KIND_PATH;
+}
+
+int wc_origin_open(struct wc_origin *out, const char *name)
+{
+	if (!out)
+		return wc_err(-EINVAL, "wc_origin_open: no output origin");
+	if (!name || !*name)
+		return wc_err(-EINVAL, "wc_origin_open: empty origin name");
+	switch (wc_origin_kind_of(name)) {
+	case WC_ORIGIN_KIND_NBD:
+		return wc_origin_open_nbd(out, name);
+	case WC_ORIGIN_KIND_RBD:
+		return wc_origin_open_rbd(out, name);
+	case WC_ORIGIN_KIND_PATH:
+		break;
+	}
+	return wc_origin_open_aio(out, name, 0);
 }

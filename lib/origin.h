@@ -89,8 +89,9 @@ int wc_origin_check(struct wc_origin *o);
 int wc_origin_rw_sync(struct wc_origin *o, enum wc_origin_op op, void *buf, size_t len,
                       uint64_t off);
 
-/* The default backend on a path: wc_origin_open_aio(out, path, 0). */
-int wc_origin_open_path(struct wc_origin *out, const char *path);
+/* Which backend wc_origin_open() gives a name to. */
+enum wc_origin_kind { WC_ORIGIN_KIND_PATH, WC_ORIGIN_KIND_NBD, WC_ORIGIN_KIND_RBD };
+enum wc_origin_kind wc_origin_kind_of(const char *name);
 
 /* Options of the libaio backend beyond wcache.h's wc_origin_open_aio(). */
 struct wc_origin_aio_opts {

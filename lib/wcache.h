@@ -161,6 +161,24 @@ struct wc_origin {
  * message naming the path and, where it can be known, the holder's pid. */
 int wc_origin_open_aio(struct wc_origin *out, const char *path, unsigned queue_depth);
 
+/* An NBD export over libnbd's asynchronous API: `uri` in libnbd's syntax
+ * (nbd://host[:port]/export, nbd+unix:///export?socket=PATH, ...).  Opens
+ * several connections when the server allows multi-conn.  -ENOTSUP when
+ * the library was built without libnbd. */
+int wc_origin_open_nbd(struct wc_origin *out, const char *uri);
+
+/* A Ceph RBD image over librbd's aio: `spec` is pool/image[@snap] followed
+ * by options as qemu writes them, with or without the "rbd:" prefix
+ * (rbd:pool/image:conf=/etc/ceph/ceph.conf:id=admin).  -ENOTSUP when the
+ * library was built without librbd. */
+int wc_origin_open_rbd(struct wc_origin *out, const char *spec);
+
+/* Any of the above by name: "nbd://..." and the other nbd URI schemes go to
+ * wc_origin_open_nbd, "rbd:..." to wc_origin_open_rbd, anything else is a
+ * path for wc_origin_open_aio (queue depth 256).  wc_create and wc_open
+ * take their origin argument this way. */
+int wc_origin_open(struct wc_origin *out, const char *name);
+
 /* ======================================================================
  * Cache
  * ====================================================================== */
