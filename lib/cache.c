@@ -14,6 +14,7 @@
 
 #include "abi.h"
 #include "cache_impl.h"
+#include "readahead.h"
 #include "wcconfig.h"
 #include "error.h"
 #include "map.h"
@@ -89,6 +90,7 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 {
 	if (!c)
 		return;
+	wc_ra_fini(c); /* its loads in flight use the origin */
 	if (c->e)
 		wc_index_fini(c);
 	wc_dram_table_free(c->e, c->layout.n_blocks * sizeof(*c->e));
@@ -141,6 +143,8 @@ static int setup_blocks(struct wc_cache *c, uint64_t origin_size)
 		ret = wc_index_init(c);
 	if (!ret)
 		ret = wc_freelist_init(c);
+	if (!ret)
+		ret = wc_ra_init(c);
 	return ret;
 }
 

@@ -197,6 +197,10 @@ struct wc_cache {
 	unsigned wb_failures;                 /* consecutive failed rounds */
 	void *wb_state;                       /* writeback.c's buffers */
 
+	/* read-ahead of sequential misses (readahead.c) */
+	struct wc_readahead *ra;
+	atomic_uint_fast64_t ra_hits;        /* blocks served from it */
+
 	/* errors */
 	atomic_int error;                     /* sticky, first one wins */
 	uint64_t t0_ms;

@@ -27,6 +27,7 @@
 
 #include "cache_impl.h"
 #include "error.h"
+#include "readahead.h"
 
 static int check_range(struct wc_cache *c, const char *op, const void *buf, size_t len,
                        uint64_t offset)
@@ -127,6 +128,8 @@ static int write_around(struct wc_cache *c, const void *src, uint64_t block, uns
 	}
 	ret = wc_origin_rw_sync(&c->origin, WC_ORIGIN_WRITE, (void *)src, len, block << c->block_shift);
 	free(bounce);
+	/* Even after a failed write: part of it may have landed. */
+	wc_ra_forget(c, block, n);
 	if (!ret)
 		ret = wc_origin_flush(&c->origin);
 	return ret;
@@ -367,24 +370,65 @@ ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsi
 	return (ssize_t)len;
 }
 
-/* Read `nblocks` consecutive missing blocks from the origin; O_DIRECT wants
- * aligned memory, so an unaligned caller buffer goes through a bounce. */
-static int read_misses(struct wc_cache *c, char *dst, uint64_t block, uint64_t nblocks)
-{
-	size_t len = nblocks << c->block_shift;
-	uint32_t align = c->origin_align ? c->origin_align : 1;
-	void *bounce = NULL;
-	int ret;
+/*
+ * A request's misses, read from the origin together: each run of
+ * consecutive missing blocks is one origin request, all of a request's runs
+ * in flight at once (a remote origin pays its latency once per request, not
+ * once per run).  What read-ahead holds is copied from DRAM instead.
+ */
+#define MISS_BATCH 16
 
-	if ((uintptr_t)dst % align == 0)
-		return wc_origin_rw_sync(&c->origin, WC_ORIGIN_READ, dst, len, block << c->block_shift);
-	if (posix_memalign(&bounce, align < 4096 ? 4096 : align, len))
-		return wc_err(-ENOMEM, "%s read: %zu-byte bounce buffer", c->cache_path, len);
-	ret = wc_origin_rw_sync(&c->origin, WC_ORIGIN_READ, bounce, len, block << c->block_shift);
-	if (!ret)
-		memcpy(dst, bounce, len);
-	free(bounce);
+struct miss_batch {
+	struct wc_origin_range r[MISS_BATCH];
+	void *bounce[MISS_BATCH]; /* O_DIRECT wants aligned memory */
+	char *dst[MISS_BATCH];
+	unsigned n;
+};
+
+static int miss_flush(struct wc_cache *c, struct miss_batch *b)
+{
+	int ret = b->n ? wc_origin_rw_many(&c->origin, WC_ORIGIN_READ, b->r, b->n) : 0;
+
+	for (unsigned i = 0; i < b->n; i++) {
+		if (b->bounce[i]) {
+			if (!ret)
+				memcpy(b->dst[i], b->bounce[i], b->r[i].len);
+			free(b->bounce[i]);
+		}
+	}
+	b->n = 0;
 	return ret;
+}
+
+static int miss_add(struct wc_cache *c, struct miss_batch *b, char *dst, uint64_t block,
+                    uint64_t nblocks)
+{
+	uint32_t align = c->origin_align ? c->origin_align : 1;
+	uint64_t ahead = wc_ra_read(c, dst, block, nblocks);
+	size_t len;
+
+	if (ahead == nblocks)
+		return 0;
+	dst += ahead << c->block_shift;
+	block += ahead;
+	len = (size_t)(nblocks - ahead) << c->block_shift;
+	if (b->n == MISS_BATCH) {
+		int ret = miss_flush(c, b);
+
+		if (ret)
+			return ret;
+	}
+	b->dst[b->n] = dst;
+	b->bounce[b->n] = NULL;
+	b->r[b->n] = (struct wc_origin_range){ .buf = dst, .len = len,
+	                                       .offset = block << c->block_shift };
+	if ((uintptr_t)dst % align) {
+		if (posix_memalign(&b->bounce[b->n], align < 4096 ? 4096 : align, len))
+			return wc_err(-ENOMEM, "%s read: %zu-byte bounce buffer", c->cache_path, len);
+		b->r[b->n].buf = b->bounce[b->n];
+	}
+	b->n++;
+	return 0;
 }
 
 #ifndef WC_TSAN
@@ -470,34 +514,40 @@ static bool read_block(struct wc_cache *c, char *dst, uint64_t block)
 ssize_t wc_read(wc_cache *c, void *buf, size_t len, uint64_t offset)
 {
 	uint64_t first = offset >> (c ? c->block_shift : 0), n, miss_start = 0, misses = 0;
+	struct miss_batch batch;
+	bool noted = false;
 	char *dst = buf;
-	int ret;
+	int ret = 0;
 
 	if (!c)
 		return wc_err(-EINVAL, "wc_read: NULL cache");
 	ret = check_range(c, "read", buf, len, offset);
 	if (ret)
 		return ret;
+	batch.n = 0;
 	n = len >> c->block_shift;
-	for (uint64_t i = 0; i < n; i++) {
-		if (!read_block(c, dst + (i << c->block_shift), first + i)) {
+	for (uint64_t i = 0; i <= n && !ret; i++) {
+		if (i < n && !read_block(c, dst + (i << c->block_shift), first + i)) {
 			if (!misses++)
 				miss_start = i;
+			/* Before our own misses go out: the next window
+			 * loads while they do. */
+			if (!noted) {
+				wc_ra_note(c, first, n);
+				noted = true;
+			}
 			continue;
 		}
-		if (misses) {
-			ret = read_misses(c, dst + (miss_start << c->block_shift), first + miss_start, misses);
-			misses = 0;
-			if (ret)
-				return ret;
-		}
+		if (misses)
+			ret = miss_add(c, &batch, dst + (miss_start << c->block_shift),
+			               first + miss_start, misses);
+		misses = 0;
 	}
-	if (misses) {
-		ret = read_misses(c, dst + (miss_start << c->block_shift), first + miss_start, misses);
-		if (ret)
-			return ret;
-	}
-	return (ssize_t)len;
+	if (!ret)
+		ret = miss_flush(c, &batch);
+	else
+		miss_flush(c, &batch); /* never return with a read in flight */
+	return ret ? ret : (ssize_t)len;
 }
 
 #define DISCARD_BATCH 4096
@@ -565,6 +615,8 @@ int wc_discard(wc_cache *c, uint64_t offset, uint64_t len)
 	d->n = 0;
 	first = offset >> c->block_shift;
 	n = len >> c->block_shift;
+	/* Before the cached versions go (readahead.c, coherence). */
+	wc_ra_forget(c, first, n);
 	for (uint64_t i = 0; i < n; i++) {
 		struct wc_shard *s = wc_shard_of(c, first + i);
 
@@ -575,6 +627,7 @@ int wc_discard(wc_cache *c, uint64_t offset, uint64_t len)
 	discard_flush(c, d);
 	free(d);
 	ret = wc_origin_discard(&c->origin, offset, len);
+	wc_ra_forget(c, first, n); /* and what the origin's discard changed */
 	if (ret == -EOPNOTSUPP)
 		ret = 0;
 	return ret;

@@ -4,6 +4,7 @@
  * table and synchronous I/O on top of the asynchronous submit/poll pair.
  */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -136,6 +137,56 @@ int wc_origin_rw_sync(struct wc_origin *o, enum wc_origin_op op, void *buf, size
 		done_bytes += (size_t)req.res;
 	}
 	return 0;
+}
+
+int wc_origin_rw_many(struct wc_origin *o, enum wc_origin_op op, const struct wc_origin_range *r,
+                      unsigned n)
+{
+	struct sync_request one, *req = n > 1 ? calloc(n, sizeof(*req)) : &one;
+	int ret = 0;
+
+	if (!req)
+		return wc_err(-ENOMEM, "origin %s: %u requests", wc_origin_describe(o), n);
+	if (op != WC_ORIGIN_READ && op != WC_ORIGIN_WRITE)
+		ret = wc_err(-EINVAL, "origin %s: I/O: unknown op %d", wc_origin_describe(o), (int)op);
+	/* All in flight first: the origin sees them together (a remote one
+	 * pays its latency once, not n times). */
+	for (unsigned i = 0; i < n && !ret; i++) {
+		req[i].iov.iov_base = r[i].buf;
+		req[i].iov.iov_len = r[i].len;
+		req[i].io = (struct wc_origin_io){
+			.op = op,
+			.iov = &req[i].iov,
+			.iovcnt = 1,
+			.offset = r[i].offset,
+			.done = sync_request_done,
+			.priv = &req[i],
+		};
+		atomic_init(&req[i].completed, 0);
+		ret = wc_origin_submit(o, &req[i].io);
+		if (ret) {
+			/* Not in flight: nothing to wait for from here on. */
+			n = i;
+			break;
+		}
+	}
+	/* Then each waited for (never return with one in flight: the buffers
+	 * are the caller's); a short or failed one is finished or reported
+	 * by the synchronous path, which names the offset. */
+	for (unsigned i = 0; i < n; i++) {
+		sync_request_wait(o, &req[i]);
+		if (ret || req[i].res == (ssize_t)r[i].len)
+			continue;
+		if (req[i].res > 0 && (size_t)req[i].res < r[i].len)
+			ret = wc_origin_rw_sync(o, op, (char *)r[i].buf + req[i].res,
+			                        r[i].len - (size_t)req[i].res,
+			                        r[i].offset + (uint64_t)req[i].res);
+		else
+			ret = wc_origin_rw_sync(o, op, r[i].buf, r[i].len, r[i].offset);
+	}
+	if (req != &one)
+		free(req);
+	return ret;
 }
 
 enum wc_origin_kind wc_origin_kind_of(const char *name)

@@ -89,6 +89,18 @@ int wc_origin_check(struct wc_origin *o);
 int wc_origin_rw_sync(struct wc_origin *o, enum wc_origin_op op, void *buf, size_t len,
                       uint64_t off);
 
+/* Several ranges at once: every request submitted, then each waited for,
+ * so a remote origin pays its latency once.  A request that fails or
+ * transfers short is retried alone by wc_origin_rw_sync (whose message
+ * names it); returns 0 or the first error, never with one in flight. */
+struct wc_origin_range {
+	void *buf;
+	size_t len;
+	uint64_t offset;
+};
+int wc_origin_rw_many(struct wc_origin *o, enum wc_origin_op op, const struct wc_origin_range *r,
+                      unsigned n);
+
 /* Which backend wc_origin_open() gives a name to. */
 enum wc_origin_kind { WC_ORIGIN_KIND_PATH, WC_ORIGIN_KIND_NBD, WC_ORIGIN_KIND_RBD };
 enum wc_origin_kind wc_origin_kind_of(const char *name);

@@ -50,6 +50,7 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 	st->writeback_errors = atomic_load_explicit(&c->wb_errors, memory_order_relaxed);
 	st->writeback_window = wc_writeback_window(c, &st->writeback_latency_us);
 	st->writeback_latency_us /= 1000;
+	st->readahead_blocks = atomic_load_explicit(&c->ra_hits, memory_order_relaxed);
 	st->dram_bytes = c->dram_bytes;
 	st->granularity = wc_map_granularity_name(c);
 	st->origin_mode = wc_origin_describe(&c->origin);

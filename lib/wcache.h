@@ -311,7 +311,10 @@ struct wc_stats {
 	/* 0.3: write-back's window (blocks it keeps in flight) now, and the
 	 * mean latency of an origin write in its last measured round. */
 	uint64_t writeback_window, writeback_latency_us;
-	uint64_t reserved[6];       /* 0: room for later counters */
+	/* 0.3: blocks read from the origin ahead of a sequential reader and
+	 * served from DRAM. */
+	uint64_t readahead_blocks;
+	uint64_t reserved[5];       /* 0: room for later counters */
 };
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 int wc_get_stats(wc_cache *c, struct wc_stats *st);

@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "readahead.h"
 #include "writeback.h"
 
 #define WB_MAX_FAILURES 6
@@ -87,23 +88,14 @@ struct wb_round {
 	uint64_t number;         /* order of hand-off, under pipe_lock */
 };
 
-struct wb_window {
-	unsigned blocks;         /* in flight at most, now */
-	unsigned min, max;       /* writeback_jobs; writeback_window_max_kib */
-	unsigned probe_from;     /* probing: the window before it, else 0 */
-	uint64_t probe_rate;     /* blocks/s at probe_from */
-	unsigned hold;           /* rounds until the next probe */
-	bool last_probe_up;
-	uint64_t last_mean_ns;   /* mean request latency, the last round's */
-};
-
 struct wb_state {
 	struct wb_round round[2];
 	unsigned next;           /* the slot the next round fills */
 	unsigned cap;            /* blocks per round */
 	bool active;             /* between high and low watermark */
 	uint64_t scan;           /* the cache block the next pick looks at first */
-	struct wb_window win;    /* under wb_lock; read racily by stats */
+	struct wc_wb_window win; /* under wb_lock; read racily by stats */
+	uint64_t last_mean_ns;   /* mean request latency, the last round's */
 	/* The pipeline: slots, counts and the flusher's state. */
 	pthread_mutex_t pipe_lock;
 	pthread_cond_t pipe_cond;
@@ -200,25 +192,10 @@ static unsigned submit_runs(struct wc_cache *c, struct wb_round *round, unsigned
 	return nruns - start;
 }
 
-/*
- * Deeper only where it pays: every WB_WINDOW_HOLD rounds the window probes
- * twice as deep; if the round's throughput grew by WB_WINDOW_GAIN_PCT it
- * stays and probes again, else it returns.  Then, once grown, it probes
- * half as deep, and stays there if that keeps WB_WINDOW_KEEP_PCT of the
- * throughput (the same bytes with fewer in flight: shorter queues for the
- * foreground's misses).  A remote origin, whose latency is the wire's,
- * gains almost 2x per doubling; a local disk, whose latency is its queue's,
- * gains nothing past its knee -- and never goes below writeback_jobs.
- * Throughput, not latency, is the signal: latency rises with a deeper
- * queue on both kinds, and on a loaded host by whole scheduler slices.
- */
-#define WB_WINDOW_GAIN_PCT 20
-#define WB_WINDOW_KEEP_PCT 90
-#define WB_WINDOW_HOLD 16
-
-static void wb_window_adjust(struct wb_window *win, struct wb_round *round, uint64_t elapsed_ns)
+/* The round's mean request latency, for stats. */
+static void note_latency(struct wb_state *w, struct wb_round *round)
 {
-	uint64_t sum = 0, rate;
+	uint64_t sum = 0;
 	unsigned samples = 0;
 
 	for (unsigned k = 0; k < round->nruns; k++) {
@@ -228,42 +205,7 @@ static void wb_window_adjust(struct wb_window *win, struct wb_round *round, uint
 		samples++;
 	}
 	if (samples)
-		__atomic_store_n(&win->last_mean_ns, sum / samples, __ATOMIC_RELAXED);
-	/* A round shorter than two windows is mostly ramp and tail. */
-	if (round->n < 2 * win->blocks || !elapsed_ns)
-		return;
-	rate = (uint64_t)round->n * 1000000000ull / elapsed_ns; /* blocks per second */
-	if (win->probe_from) {
-		bool up = win->blocks > win->probe_from;
-		bool keep = up ? rate * 100 >= win->probe_rate * (100 + WB_WINDOW_GAIN_PCT)
-		               : rate * 100 >= win->probe_rate * WB_WINDOW_KEEP_PCT;
-
-		if (!keep)
-			win->blocks = win->probe_from;
-		win->probe_from = 0;
-		win->hold = WB_WINDOW_HOLD;
-		if (keep && up && win->blocks < win->max) {
-			/* It paid: try deeper still at once. */
-			win->probe_from = win->blocks;
-			win->probe_rate = rate;
-			win->blocks = win->blocks * 2 < win->max ? win->blocks * 2 : win->max;
-		}
-		win->last_probe_up = up;
-		return;
-	}
-	if (win->hold && --win->hold)
-		return;
-	if (win->last_probe_up && win->blocks > win->min) {
-		win->probe_from = win->blocks;
-		win->blocks = win->blocks / 2 > win->min ? win->blocks / 2 : win->min;
-	} else if (win->blocks < win->max) {
-		win->probe_from = win->blocks;
-		win->blocks = win->blocks * 2 < win->max ? win->blocks * 2 : win->max;
-	} else {
-		win->hold = WB_WINDOW_HOLD;
-		return;
-	}
-	win->probe_rate = rate;
+		__atomic_store_n(&w->last_mean_ns, sum / samples, __ATOMIC_RELAXED);
 }
 
 /*
@@ -321,8 +263,10 @@ static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
 		return wc_err(-EIO, "%s: origin poll failed with %u write-back requests in flight",
 		              c->cache_path, atomic_load(&round->pending));
 	}
-	if (n)
-		wb_window_adjust(&w->win, round, now_ns() - start);
+	if (n) {
+		note_latency(w, round);
+		wc_wb_window_step(&w->win, n, now_ns() - start);
+	}
 	return (int)n;
 }
 
@@ -378,6 +322,8 @@ static unsigned finish(struct wc_cache *c, struct wb_round *round, bool durable,
 			atomic_fetch_add_explicit(&c->wb_ios, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&c->wb_bytes, (uint64_t)r->n * c->layout.block_size,
 			                          memory_order_relaxed);
+			/* Before the blocks leave the cache (readahead.c). */
+			wc_ra_forget(c, c->e[round->cand[r->first]].origin, r->n);
 		} else {
 			failed += r->n;
 		}
@@ -564,8 +510,7 @@ static int state_init(struct wc_cache *c)
 		cap = c->cfg.writeback_jobs; /* one full window at least */
 	w->cap = (unsigned)cap;
 	max = (uint64_t)c->cfg.writeback_window_max_kib * 1024 / c->layout.block_size;
-	w->win.min = w->win.blocks = c->cfg.writeback_jobs;
-	w->win.max = max < w->win.min ? w->win.min : max > cap ? (unsigned)cap : (unsigned)max;
+	wc_wb_window_init(&w->win, c->cfg.writeback_jobs, max > cap ? (unsigned)cap : (unsigned)max);
 	pthread_mutex_init(&w->pipe_lock, NULL);
 	pthread_cond_init(&w->pipe_cond, NULL);
 	for (unsigned i = 0; i < 2; i++) {
@@ -608,7 +553,7 @@ unsigned wc_writeback_window(struct wc_cache *c, uint64_t *mean_latency_ns)
 		return 0;
 	}
 	/* Racy by design: a snapshot for stats. */
-	*mean_latency_ns = __atomic_load_n(&w->win.last_mean_ns, __ATOMIC_RELAXED);
+	*mean_latency_ns = __atomic_load_n(&w->last_mean_ns, __ATOMIC_RELAXED);
 	return __atomic_load_n(&w->win.blocks, __ATOMIC_RELAXED);
 }
 

@@ -7,6 +7,7 @@
 #ifndef WC_WRITEBACK_H
 #define WC_WRITEBACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cache_impl.h"
@@ -33,5 +34,19 @@ void wc_wb_sort_by_origin(struct wc_cache *c, uint32_t *v, unsigned n);
 
 /* The most blocks one origin request carries (writeback_max_io_kib, IOV_MAX). */
 unsigned wc_wb_max_run_blocks(struct wc_cache *c);
+
+/* The write-back window: blocks in flight at most (writeback_window.c). */
+struct wc_wb_window {
+	unsigned blocks;         /* now */
+	unsigned min, max;       /* writeback_jobs; writeback_window_max_kib, in blocks */
+	unsigned probe_from;     /* probing: the window before it, else 0 */
+	uint64_t probe_rate;     /* blocks/s at probe_from */
+	unsigned hold;           /* rounds until the next probe */
+	bool last_probe_up;
+};
+
+void wc_wb_window_init(struct wc_wb_window *win, unsigned min, unsigned max);
+/* A round moved `blocks` in `elapsed_ns`: maybe probe or settle. */
+void wc_wb_window_step(struct wc_wb_window *win, unsigned blocks, uint64_t elapsed_ns);
 
 #endif

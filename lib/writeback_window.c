@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * writeback_window.c -- how many blocks write-back keeps in flight: a rule
+ * on measured throughput, kept apart from the I/O so that it can be tested
+ * on made-up rounds (tests/check_writeback.c).
+ */
+#include <string.h>
+
+#include "writeback.h"
+
+/*
+ * Deeper only where it pays: every WB_WINDOW_HOLD rounds the window probes
+ * twice as deep; if the round's throughput grew by WB_WINDOW_GAIN_PCT it
+ * stays and probes again, else it returns.  Then, once grown, it probes
+ * half as deep, and stays there if that keeps WB_WINDOW_KEEP_PCT of the
+ * throughput (the same bytes with fewer in flight: shorter queues for the
+ * foreground's misses).  A remote origin, whose latency is the wire's,
+ * gains almost 2x per doubling; a local disk, whose latency is its queue's,
+ * gains nothing past its knee -- and never goes below writeback_jobs.
+ * Throughput, not latency, is the signal: latency rises with a deeper
+ * queue on both kinds, and on a loaded host by whole scheduler slices.
+ */
+#define WB_WINDOW_GAIN_PCT 20
+#define WB_WINDOW_KEEP_PCT 90
+#define WB_WINDOW_HOLD 16
+
+void wc_wb_window_init(struct wc_wb_window *win, unsigned min, unsigned max)
+{
+	memset(win, 0, sizeof(*win));
+	win->blocks = win->min = min;
+	win->max = max < min ? min : max;
+}
+
+void wc_wb_window_step(struct wc_wb_window *win, unsigned blocks, uint64_t elapsed_ns)
+{
+	uint64_t rate;
+
+	/* A round shorter than two windows is mostly ramp and tail. */
+	if (blocks < 2 * win->blocks || !elapsed_ns)
+		return;
+	rate = (uint64_t)blocks * 1000000000ull / elapsed_ns; /* blocks per second */
+	if (win->probe_from) {
+		bool up = win->blocks > win->probe_from;
+		bool keep = up ? rate * 100 >= win->probe_rate * (100 + WB_WINDOW_GAIN_PCT)
+		               : rate * 100 >= win->probe_rate * WB_WINDOW_KEEP_PCT;
+
+		if (!keep)
+			win->blocks = win->probe_from;
+		win->probe_from = 0;
+		win->hold = WB_WINDOW_HOLD;
+		if (keep && up && win->blocks < win->max) {
+			/* It paid: try deeper still at once. */
+			win->probe_from = win->blocks;
+			win->probe_rate = rate;
+			win->blocks = win->blocks * 2 < win->max ? win->blocks * 2 : win->max;
+		}
+		win->last_probe_up = up;
+		return;
+	}
+	if (win->hold && --win->hold)
+		return;
+	/* Alternate: down after up, and down at the top (nothing above). */
+	if ((win->last_probe_up || win->blocks == win->max) && win->blocks > win->min) {
+		win->probe_from = win->blocks;
+		win->blocks = win->blocks / 2 > win->min ? win->blocks / 2 : win->min;
+	} else if (win->blocks < win->max) {
+		win->probe_from = win->blocks;
+		win->blocks = win->blocks * 2 < win->max ? win->blocks * 2 : win->max;
+	} else {
+		win->hold = WB_WINDOW_HOLD;
+		return;
+	}
+	win->probe_rate = rate;
+}
