@@ -257,12 +257,6 @@ void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t orig
                            void (*fn)(struct wc_cache *, struct wc_shard *, uint32_t, void *),
                            void *arg);
 
-/* Take commit_lock and the shard lock to drop versions of `origin` outside a
- * commit, with the pending invalidations durable (invariant (8) of
- * commit.c).  Release with wc_unlock_for_drop. */
-void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s);
-void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s);
-
 /* ---- alloc.c ---- */
 int wc_freelist_init(struct wc_cache *c);
 void wc_freelist_fini(struct wc_cache *c);
@@ -313,21 +307,31 @@ void wc_release_freed_locked(struct wc_cache *c);
  * make the floor seq_count cover the last commit (invariant (10)) and the
  * pending invalidations durable. */
 void wc_commit_confirm_locked(struct wc_cache *c);
+/* Take commit_lock and the shard lock to drop versions of `origin` outside a
+ * commit, with the pending invalidations durable (invariant (8)).  Release
+ * with wc_unlock_for_drop. */
+void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s);
+void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s);
 
 static inline bool wc_is_committed(struct wc_cache *c, uint64_t seq)
 {
 	return seq < atomic_load_explicit(&c->committed_seq, memory_order_acquire);
 }
 
+/* ---- format.c ---- */
+/* Write a fresh, empty format (torn-safe: see format.c). */
+int wc_format(struct wc_cache *c, uint64_t origin_size);
+
 /* ---- recover.c ---- */
 int wc_recover(struct wc_cache *c);
-int wc_format(struct wc_cache *c, uint64_t origin_size);
 
 /* ---- writeback.c ---- */
 int wc_writeback_start(struct wc_cache *c);
 void wc_writeback_stop(struct wc_cache *c);
-/* One round: pick, write, make durable, free.  Returns blocks written back,
- * 0 if nothing was due, or a negative errno. */
+/* One round: pick and write; then durable and freed, by the flusher thread
+ * or (no_threads) here.  May commit first and may sleep (backoff).  Returns
+ * blocks written, 0 if nothing was due (with `all`: the pipeline is empty
+ * then), or a negative errno. */
 int wc_writeback_round(struct wc_cache *c, bool all);
 void wc_writeback_kick(struct wc_cache *c);
 bool wc_writeback_due(struct wc_cache *c);

@@ -652,3 +652,21 @@ bool wc_autocommit_due(struct wc_cache *c)
 	return c->cfg.autocommit_ms && wc_now_ms(c) - last >= c->cfg.autocommit_ms &&
 	       wc_uncommitted(c);
 }
+
+/* Dropping versions (write-back, discard) confirms the commit first
+ * (invariant (8)): a commit's unlinked versions must be durably invalid
+ * before a block they superseded is freed. */
+void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
+{
+	/* Lock order: commit_lock before a shard lock (cache_impl.h). */
+	WC_ASSERT(!wc_spin_held_by_me(&s->lock));
+	pthread_mutex_lock(&c->commit_lock);
+	wc_commit_confirm_locked(c);
+	wc_spin_lock(&s->lock);
+}
+
+void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s)
+{
+	wc_spin_unlock(&s->lock);
+	pthread_mutex_unlock(&c->commit_lock);
+}

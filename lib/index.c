@@ -103,18 +103,3 @@ void wc_index_each_version(struct wc_cache *c, struct wc_shard *s, uint64_t orig
 		i = next;
 	}
 }
-
-void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
-{
-	/* Lock order: commit_lock before a shard lock (cache_impl.h). */
-	WC_ASSERT(!wc_spin_held_by_me(&s->lock));
-	pthread_mutex_lock(&c->commit_lock);
-	wc_commit_confirm_locked(c);
-	wc_spin_lock(&s->lock);
-}
-
-void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s)
-{
-	wc_spin_unlock(&s->lock);
-	pthread_mutex_unlock(&c->commit_lock);
-}

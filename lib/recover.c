@@ -1,14 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * recover.c -- format a cache, and rebuild the DRAM state from pmem.
+ * recover.c -- rebuild the DRAM state from pmem.
  *
  * NOTES ON THE DESIGN
- *
- * Format (torn-safe): zero the magic and drain; write the entries (all
- * NONE), the superblock's static fields with their CRC, seq_count = 0 and
- * two empty commit records;
- * drain; only then store the magic and drain.  A crash anywhere before the
- * last drain leaves a file that wc_open refuses as "never formatted".
  *
  * The commit point is the floor seq_count, or a commit record above it whose
  * epoch's entries match its count and digest (format.c, wc_commit_point;
@@ -38,54 +32,6 @@
 #include "error.h"
 
 #define WC_E_DROP WC_E_SPARE /* pass 1 -> pass 2 marker; never set on a free entry otherwise */
-
-int wc_format(struct wc_cache *c, uint64_t origin_size)
-{
-	struct wc_pmem_sb *sb = wc_sb(c->base), img;
-	const struct wc_layout *l = &c->layout;
-	struct timespec now;
-	FILE *ur;
-
-	/* A previous cache's magic must not survive a torn format. */
-	wc_persist_store8(&c->fp, &sb->magic, 0);
-	wc_persist_drain(&c->fp);
-
-	memset(&img, 0, sizeof(img));
-	img.version = WC_FORMAT_VERSION;
-	img.block_size = l->block_size;
-	img.n_blocks = l->n_blocks;
-	img.origin_size = origin_size;
-	ur = fopen("/dev/urandom", "rb");
-	if (!ur || fread(img.uuid, 1, sizeof(img.uuid), ur) != sizeof(img.uuid)) {
-		clock_gettime(CLOCK_REALTIME, &now);
-		for (unsigned i = 0; i < sizeof(img.uuid); i++)
-			img.uuid[i] = (uint8_t)((now.tv_nsec >> (i % 8)) ^ (i * 131) ^ getpid());
-	}
-	if (ur)
-		fclose(ur);
-	img.uuid[6] = (img.uuid[6] & 0x0f) | 0x40; /* RFC 4122 version 4 */
-	img.uuid[8] = (img.uuid[8] & 0x3f) | 0x80;
-	img.entries_offset = l->entries_offset;
-	img.data_offset = l->data_offset;
-	img.pmem_threshold = c->fp.threshold;
-	img.pmem_force = (uint32_t)c->cfg.pmem.force;
-	img.pmem_flush_insn = (uint32_t)c->cfg.pmem.flush_insn;
-	clock_gettime(CLOCK_REALTIME, &now);
-	img.format_time = (uint64_t)now.tv_sec;
-	img.crc = wc_sb_crc(&img);
-	img.seq_count = 0;
-	c->durable_floor = 0;
-
-	wc_persist_set(&c->fp, wc_pmem_entry(c->base, l, 0), 0xff,
-	             l->n_blocks * sizeof(struct wc_pmem_entry));
-	wc_persist_copy(&c->fp, (char *)sb + 8, (const char *)&img + 8, sizeof(img) - 8);
-	wc_persist_set(&c->fp, wc_pmem_record(c->base, 0), 0,
-	             WC_RECORD_SLOTS * sizeof(struct wc_pmem_record));
-	wc_persist_drain(&c->fp);
-	wc_persist_store8(&c->fp, &sb->magic, WC_MAGIC);
-	wc_persist_drain(&c->fp);
-	return 0;
-}
 
 /* Pass 1.  Builds the index; returns 0 or a refusal (nothing written). */
 static int classify(struct wc_cache *c, uint64_t seq_count, uint64_t *n_drop)
