@@ -391,11 +391,13 @@ bool wc_nbd_is_driver(const struct nbd_origin *o)
  * timeout; returns how long the driver may sleep before it checks again. */
 static uint64_t check_timeout(struct nbd_origin *o, struct nbd_link *l, uint64_t now, uint64_t wait)
 {
-	uint64_t since, limit = o->opts.io_timeout_ns;
+	uint64_t since, last, limit = o->opts.io_timeout_ns;
 
 	if (!limit || !atomic_load(&l->inflight))
 		return wait;
-	since = now - atomic_load(&l->progress_ns);
+	/* Another thread may have made progress since `now` was read. */
+	last = atomic_load(&l->progress_ns);
+	since = now > last ? now - last : 0;
 	if (since >= limit) {
 		/* libnbd's next read then sees the end of the stream, marks
 		 * the handle dead and fails its commands. */
