@@ -104,12 +104,30 @@ static inline void nbdkit_start(struct nbdkit *k, const char *name, const char *
 	nbdkit_start_export(k, name, "", args);
 }
 
-/* Send `sig`; for a deadly one, wait until the server is gone. */
+/* Every thread of `pid` stopped: SIGSTOP takes effect a little after
+ * kill() returns, and a request sent meanwhile would still be served. */
+static inline void wait_stopped(pid_t pid)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "! grep -qv '^[^)]*) T' /proc/%d/task/*/stat", (int)pid);
+	for (int i = 0; i < 200; i++) {
+		if (system(cmd) == 0)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("nbdkit %d did not stop within 2 s", (int)pid);
+}
+
+/* Send `sig`; for SIGSTOP, wait until the server stopped; for a deadly
+ * one, until it is gone. */
 static inline void nbdkit_signal(struct nbdkit *k, int sig)
 {
 	if (k->pid <= 0)
 		return;
 	ck_assert_int_eq(kill(k->pid, sig), 0);
+	if (sig == SIGSTOP)
+		wait_stopped(k->pid);
 	if (sig == SIGSTOP || sig == SIGCONT)
 		return;
 	ck_assert_int_eq(waitpid(k->pid, NULL, 0), k->pid);
