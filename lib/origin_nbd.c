@@ -14,18 +14,7 @@
  * request; poll() runs done(), never submit() (the cache may hold locks
  * around submit() that its callbacks take).
  *
- * Durability across a lost connection.  A write the server acknowledged
- * is durable only after a flush; if the connection (and maybe the server
- * with its cache) is lost in between, a flush on the next connection says
- * nothing about it.  So each thread that issued writes is noted with the
- * connection slots they went through, until a flush of its own succeeds;
- * losing a slot marks the threads noted on it, and the next flush of such
- * a thread fails with -EIO, once: it must write again what it wrote since
- * its last flush (the cache's write-back does: a failed round keeps its
- * blocks dirty).  The cache issues its writes and their flush from one
- * thread (the write-back round, the write-around), which is what makes
- * the thread the right key.  A lost connection costs at worst one needless
- * round of rewrites.
+ * Durability across a lost connection: origin_nbd_writers.c.
  */
 #include "config.h"
 
@@ -74,59 +63,6 @@ static int libnbd_errno(void)
 	int e = nbd_get_errno();
 
 	return e > 0 ? -e : -EIO;
-}
-
-/* --------------------------------------------------------------- writers */
-
-static struct nbd_writer *writer_find(struct nbd_origin *o, pthread_t self)
-{
-	for (size_t i = 0; i < o->nwriters; i++)
-		if (pthread_equal(o->writers[i].tid, self))
-			return &o->writers[i];
-	return NULL;
-}
-
-static void writer_remove(struct nbd_origin *o, struct nbd_writer *w)
-{
-	*w = o->writers[--o->nwriters];
-}
-
-/* Before a write-like command through slot `conn`. */
-static int writer_note(struct nbd_origin *o, unsigned conn)
-{
-	pthread_t self = pthread_self();
-	struct nbd_writer *w;
-
-	pthread_mutex_lock(&o->wlock);
-	w = writer_find(o, self);
-	if (!w) {
-		if (o->nwriters == o->capwriters) {
-			size_t cap = o->capwriters ? o->capwriters * 2 : 8;
-			struct nbd_writer *grown = realloc(o->writers, cap * sizeof(*grown));
-
-			if (!grown) {
-				pthread_mutex_unlock(&o->wlock);
-				return wc_err(-ENOMEM, "origin %s: out of memory for the writer table", o->desc);
-			}
-			o->writers = grown;
-			o->capwriters = cap;
-		}
-		w = &o->writers[o->nwriters++];
-		*w = (struct nbd_writer){ .tid = self };
-	}
-	w->seq++;
-	w->conns |= 1u << conn;
-	pthread_mutex_unlock(&o->wlock);
-	return 0;
-}
-
-void wc_nbd_writers_poison(struct nbd_origin *o, unsigned conn)
-{
-	pthread_mutex_lock(&o->wlock);
-	for (size_t i = 0; i < o->nwriters; i++)
-		if (o->writers[i].conns & (1u << conn))
-			o->writers[i].poisoned = true;
-	pthread_mutex_unlock(&o->wlock);
 }
 
 /* -------------------------------------------------------------- requests */
@@ -381,7 +317,7 @@ static int issue_rw(struct nbd_origin *o, struct nbd_req *r, char *buf)
 			              op_name(io->op), (unsigned long long)r->len,
 			              (unsigned long long)io->offset);
 		if (write) {
-			ret = writer_note(o, l->conn);
+			ret = wc_nbd_writer_note(o, l->conn);
 			if (ret) {
 				wc_nbd_link_put(l);
 				return ret;
@@ -559,27 +495,15 @@ static int onbd_flush(void *ctx)
 {
 	struct nbd_origin *o = ctx;
 	struct nbd_link *ls[NBD_MAX_CONNS];
-	pthread_t self = pthread_self();
-	struct nbd_writer *w;
 	struct nbd_req *r = NULL;
 	char why[NBD_WHY_LEN] = "";
-	uint64_t seq = 0;
+	uint64_t seq;
 	unsigned ncmds = 0, issued = 0;
 	int nl, ret, err = 0;
 
-	pthread_mutex_lock(&o->wlock);
-	w = writer_find(o, self);
-	if (w && w->poisoned) {
-		writer_remove(o, w);
-		pthread_mutex_unlock(&o->wlock);
-		return wc_err(-EIO, "origin %s: flush: a connection was lost after writes of this thread "
-		              "completed on it and before they were flushed; the server may not hold them "
-		              "durably: write them again", o->desc);
-	}
-	if (w)
-		seq = w->seq;
-	pthread_mutex_unlock(&o->wlock);
-
+	ret = wc_nbd_writer_flush_begin(o, &seq);
+	if (ret)
+		return ret;
 	nl = flush_links(o, ls);
 	if (nl < 0) {
 		ret = wc_err(nl, "%s (flush not sent)", wc_errmsg());
@@ -610,13 +534,7 @@ static int onbd_flush(void *ctx)
 out:
 	for (int i = 0; i < nl; i++)
 		wc_nbd_link_put(ls[i]);
-	pthread_mutex_lock(&o->wlock);
-	w = writer_find(o, self);
-	/* Durable now: what it wrote before the flush.  A failure was just
-	 * reported to it, which covers a loss too. */
-	if (w && (ret || w->seq == seq))
-		writer_remove(o, w);
-	pthread_mutex_unlock(&o->wlock);
+	wc_nbd_writer_flush_end(o, seq, ret);
 	return ret;
 }
 
@@ -646,7 +564,7 @@ static int onbd_discard(void *ctx, uint64_t offset, uint64_t len)
 		return wc_err(-EOPNOTSUPP, "origin %s: discard: the server does not support trim", o->desc);
 	}
 	/* A trim changes what a read returns: as durable (or not) as a write. */
-	ret = writer_note(o, l->conn);
+	ret = wc_nbd_writer_note(o, l->conn);
 	ncmds = (unsigned)((len + NBD_MAX_TRIM_BYTES - 1) / NBD_MAX_TRIM_BYTES);
 	r = ret ? NULL : req_new(o, NULL, ncmds);
 	if (!r) {

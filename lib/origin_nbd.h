@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * origin_nbd.h -- the NBD backend's state, shared by its two files:
- * origin_nbd.c (requests, flush, trim, open/close) and origin_nbd_link.c
- * (connections: connecting, losing and regaining them, driving libnbd).
+ * origin_nbd.h -- the NBD backend's state, shared by its files:
+ * origin_nbd.c (requests, flush, trim, open/close), origin_nbd_link.c
+ * (connections: connecting, losing and regaining them, driving libnbd) and
+ * origin_nbd_writers.c (durability across a lost connection).
  *
  * Objects:
  *  - nbd_origin  the origin: up to NBD_MAX_CONNS connection slots, the queue
@@ -157,9 +158,17 @@ void wc_nbd_wake(struct nbd_origin *o);
 /* Is this thread the one driving `o` (inside libnbd's notify calls)? */
 bool wc_nbd_is_driver(const struct nbd_origin *o);
 
-/* ---- origin_nbd.c ---- */
+/* ---- origin_nbd_writers.c ---- */
 
+/* Before a write-like command through slot `conn`: note the calling
+ * thread (0, or -ENOMEM with a message). */
+int wc_nbd_writer_note(struct nbd_origin *o, unsigned conn);
 /* The writers that went through slot `conn` may have lost data. */
 void wc_nbd_writers_poison(struct nbd_origin *o, unsigned conn);
+/* A flush by the calling thread: -EIO with a message if a loss touched
+ * its writes (then it must not be sent), else 0 and *seq to pass to ..._end
+ * with the flush's result. */
+int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *seq);
+void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t seq, int ret);
 
 #endif
