@@ -4,6 +4,7 @@
  *
  *   ioengine=external:/path/libwcache-fio.so
  *   wc_cache=/dev/shm/wc.cache wc_origin=/dev/shm/wc.origin [wc_config=...]
+ *   (or wc_origin=nbd+unix:///?socket=/run/disk.sock, any name wc_open takes)
  *   [wc_create=1 [wc_cache_size=1g]] [wc_stats=/path/stats.json]
  *
  * This file includes fio's private headers, so it is GPL-2.0 like fio
@@ -64,7 +65,7 @@ static struct fio_option options[] = {
 		.lname = "libwcache origin",
 		.type = FIO_OPT_STR_STORE,
 		.off1 = offsetof(struct wcfio_options, origin_path),
-		.help = "Origin (slow device) file or block device behind the cache",
+		.help = "Origin behind the cache: file, block device or NBD URI (nbd://HOST/EXPORT)",
 		.category = FIO_OPT_C_ENGINE,
 		.group = FIO_OPT_G_INVALID,
 	},
@@ -146,7 +147,7 @@ static int check_options(struct thread_data *td, const struct wcfio_options *o)
 		return -EINVAL;
 	}
 	if (!o->origin_path || !*o->origin_path) {
-		log_err("wcache: job %s: wc_origin=PATH (the origin file or device) is required\n",
+		log_err("wcache: job %s: wc_origin=PATH|URI (the origin file, device or NBD URI) is required\n",
 		        td->o.name);
 		return -EINVAL;
 	}

@@ -114,6 +114,27 @@ struct wc_origin_aio_opts {
 int wc_origin_open_aio_opts(struct wc_origin *out, const char *path,
                             const struct wc_origin_aio_opts *opts);
 
+/* Options of the NBD backend beyond wcache.h's wc_origin_open_nbd(); every
+ * 0 means the default. */
+struct wc_origin_nbd_opts {
+	unsigned connections;          /* when the server offers multi-conn: 4, at
+	                                  most 16; without multi-conn always 1 */
+	unsigned io_timeout_ms;        /* a connection with commands in flight and
+	                                  no reply this long is dropped, and they
+	                                  fail with ETIMEDOUT: 60000 */
+	unsigned connect_timeout_ms;   /* connecting at open: 30000 */
+	unsigned reconnect_timeout_ms; /* one reconnect attempt (inside a submit,
+	                                  flush or discard): 1000 */
+	unsigned reconnect_min_ms;     /* between failed attempts, doubling from */
+	unsigned reconnect_max_ms;     /*   min up to max: 100 and 1000 */
+};
+int wc_origin_open_nbd_opts(struct wc_origin *out, const char *uri,
+                            const struct wc_origin_nbd_opts *opts);
+
+/* What describe() of the NBD backend starts with: "nbd <uri> (N
+ * connections[, multi-conn])". */
+#define WC_ORIGIN_NBD_MODE "nbd"
+
 /* What describe() of the libaio backend starts with, per mode (the cache
  * copies the mode into wc_stats.origin_mode). */
 #define WC_ORIGIN_AIO_MODE_DIRECT   "libaio O_DIRECT"

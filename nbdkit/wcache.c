@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wcache.c -- nbdkit plugin that serves a libwcache cache (a persistent-memory
- * write-back cache in front of an origin file or device) over NBD.
+ * write-back cache in front of an origin file, device or NBD export) over NBD.
  *
  *   nbdkit wcache cache=/dev/shm/wc.cache origin=/dev/sdb [config=OPTS]
  *                 [create=true] [stats=FILE] [stats_interval=SECONDS]
+ *   nbdkit wcache cache=/dev/shm/wc.cache origin=nbd://storage/disk0 ...
  *
  * The library only takes whole, aligned blocks; NBD clients send anything.
  * Sub-block edges go through a read-modify-write under a striped lock table,
@@ -247,13 +248,20 @@ static int wcache_config(const char *key, const char *value)
 
 		/* The cache may not exist yet with create=true, and the stats file
 		 * usually does not: absolute paths without requiring existence,
-		 * since nbdkit changes directory to / when it daemonizes. */
-		if (!strcmp(key, "origin"))
+		 * since nbdkit changes directory to / when it daemonizes.  An
+		 * origin that is not a path (wc_origin_open's rule: an NBD URI
+		 * has "://", an RBD spec starts "rbd:") is taken as it is. */
+		if (!strcmp(key, "origin") && (strstr(value, "://") || !strncmp(value, "rbd:", 4)))
+			p = strdup(value);
+		else if (!strcmp(key, "origin"))
 			p = nbdkit_realpath(value);
 		else
 			p = nbdkit_absolute_path(value);
-		if (!p)
+		if (!p) {
+			if (errno == ENOMEM)
+				nbdkit_error("strdup: %m");
 			return -1;
+		}
 		free(*dst);
 		*dst = p;
 		return 0;
@@ -290,7 +298,7 @@ static int wcache_config(const char *key, const char *value)
 static int wcache_config_complete(void)
 {
 	if (!cache_path || !origin_path) {
-		nbdkit_error("cache=PATH and origin=PATH are required");
+		nbdkit_error("cache=PATH and origin=PATH|URI are required");
 		return -1;
 	}
 	if (config_str && wc_config_parse(&cfg, config_str) < 0) {
@@ -308,7 +316,8 @@ static int wcache_config_complete(void)
 
 #define wcache_config_help \
 	"cache=<PATH>        (required) The cache (pmem) file or device.\n" \
-	"origin=<PATH>       (required) The origin file or device behind it.\n" \
+	"origin=<PATH|URI>   (required) The origin behind it: a file, a device or an\n" \
+	"                    NBD URI (nbd://HOST/EXPORT, nbd+unix:///?socket=PATH).\n" \
 	"config=<OPTS>       libwcache options, e.g. high_watermark=60,cache_size=1G.\n" \
 	"create=true         Format the cache when it holds none yet.\n" \
 	"stats=<FILE>        Rewrite the cache's counters (JSON) into FILE.\n" \

@@ -2,7 +2,9 @@
 /*
  * rawaio.h -- the origin's raw write bandwidth, measured with a plain libaio
  * loop (no cache, no origin backend): the baseline that `wcbench writeback`
- * divides the cache's write-back bandwidth by.
+ * divides the cache's write-back bandwidth by.  For an origin that is not a
+ * local path (an NBD URI), the same loop through the origin's backend
+ * (raworigin.c).
  */
 #ifndef WC_RAWAIO_H
 #define WC_RAWAIO_H
@@ -26,5 +28,10 @@
  */
 int wc_rawaio_write_bw(const char *path, uint64_t bytes, size_t io_size, unsigned qd,
                        bool sequential, double *mbps_out);
+
+/* The same for any origin wc_origin_open() takes, through its backend's
+ * submit/poll/flush (requests carry the same offsets and fill). */
+int wc_raworigin_write_bw(const char *origin, uint64_t bytes, size_t io_size, unsigned qd,
+                          bool sequential, double *mbps_out);
 
 #endif

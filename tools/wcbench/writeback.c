@@ -23,7 +23,11 @@
  * the p99 ratio (the target is <= 2x, docs/performance.md).
  *
  * The origin file is created and filled with zeros first, so neither side
- * pays first-write costs (block allocation, unwritten extents).
+ * pays first-write costs (block allocation, unwritten extents).  --origin
+ * may also be anything wc_origin_open takes (an NBD URI): then it must
+ * exist, at least --working-set long, the raw baseline is the same loop
+ * through the origin's backend (raworigin.c), and the check afterwards
+ * reads through it too.
  *
  * --flush-delay-us N wraps the origin so that every flush (fdatasync) takes N
  * us longer: a disk whose volatile write cache costs that much to flush (an
@@ -43,6 +47,7 @@
 #include <unistd.h>
 
 #include "histogram.h"
+#include "origin.h"
 #include "rawaio.h"
 #include "wcache.h"
 #include "wcbench.h"
@@ -94,7 +99,8 @@ struct bench {
 	uint64_t *order;          /* random permutation of the working set */
 	uint8_t *buf;
 	bool made_cache, made_origin, forced_gran;
-	char origin_mode[96];
+	bool local;               /* the origin is a path (libaio), not a URI */
+	char origin_mode[256];
 	uint64_t cache_blocks;
 	struct result res[NPATTERNS];
 	struct latency lat;
@@ -111,9 +117,13 @@ static void usage(FILE *f)
 	        "write-back running vs an idle cache.\n\n"
 	        "  --cache PATH        cache file; overwritten (default /dev/shm/wcbench-wb.pmem,\n"
 	        "                      created and removed)\n"
-	        "  --origin PATH       origin file or block device; overwritten (default\n"
+	        "  --origin ORIGIN     origin file or block device; overwritten (default\n"
 	        "                      /dev/shm/wcbench-wb.origin, created and removed). On tmpfs\n"
-	        "                      the origin runs buffered + fdatasync; on ext4/xfs O_DIRECT\n"
+	        "                      the origin runs buffered + fdatasync; on ext4/xfs O_DIRECT.\n"
+	        "                      Or an NBD URI (nbd://HOST[:PORT]/EXPORT,\n"
+	        "                      nbd+unix:///EXPORT?socket=PATH): an existing export of at\n"
+	        "                      least --working-set bytes, overwritten; the raw baseline is\n"
+	        "                      then the same loop through the NBD backend\n"
 	        "  --cache-size BYTES  cache file size (default 256M)\n"
 	        "  --working-set BYTES bytes written per pattern (default 1G; > cache size)\n"
 	        "  --block-size BYTES  cache block size and write size (default 4096)\n"
@@ -206,6 +216,23 @@ static int prepare_origin(struct bench *b)
 	void *zeros;
 	int fd;
 
+	if (!b->local) {
+		struct wc_origin o;
+		int ret = wc_origin_open(&o, path);
+
+		if (ret) {
+			fprintf(stderr, "wcbench writeback: %s\n", wc_errmsg());
+			return -1;
+		}
+		wc_origin_size(&o, &have);
+		wc_origin_close(&o);
+		if (have < b->o.working_set) {
+			fprintf(stderr, "wcbench writeback: origin %s has %llu bytes, less than --working-set\n",
+			        path, (unsigned long long)have);
+			return -1;
+		}
+		return 0;
+	}
 	if (!is_regular_or_absent(path))
 		return 0; /* a block device: take it as it is */
 	b->made_origin = stat(path, &st) != 0;
@@ -353,7 +380,7 @@ static int create_slow_flush(wc_cache **out, const char *cache_path, const char 
 	if (!f)
 		return -ENOMEM;
 	f->delay_us = delay_us;
-	ret = wc_origin_open_aio(&f->inner, origin_path, 0);
+	ret = wc_origin_open(&f->inner, origin_path);
 	if (ret) {
 		free(f);
 		return ret;
@@ -423,25 +450,26 @@ static int write_block(struct bench *b, wc_cache *c, uint64_t block)
 	return 0;
 }
 
-/* Sampled check that the origin holds what the cache was given. */
+/* Sampled check that the origin holds what the cache was given, read
+ * through the origin's backend (the cache is closed). */
 static int verify_origin(struct bench *b)
 {
-	int fd = open(b->o.origin_path, O_RDONLY);
-	uint8_t *rd = malloc(b->o.block_size);
+	uint8_t *rd = aligned_alloc(4096, b->o.block_size < 4096 ? 4096 : b->o.block_size);
+	struct wc_origin o;
 	uint64_t seed = 12345;
-	int ret = 0;
+	int ret = rd ? wc_origin_open(&o, b->o.origin_path) : -ENOMEM;
 
-	if (fd < 0 || !rd) {
-		fprintf(stderr, "wcbench writeback: verify %s: %s\n", b->o.origin_path, strerror(errno));
+	if (ret) {
+		fprintf(stderr, "wcbench writeback: verify %s: %s\n", b->o.origin_path,
+		        rd ? wc_errmsg() : "out of memory");
 		free(rd);
-		if (fd >= 0)
-			close(fd);
 		return -1;
 	}
 	for (unsigned i = 0; i < WB_VERIFY_SAMPLES && !ret; i++) {
 		uint64_t off = xorshift64(&seed) % b->nblocks * b->o.block_size, got;
 
-		if (pread(fd, rd, b->o.block_size, (off_t)off) != (ssize_t)b->o.block_size) {
+		if (wc_origin_rw_sync(&o, WC_ORIGIN_READ, rd, b->o.block_size, off) != 0) {
+			fprintf(stderr, "wcbench writeback: verify: %s\n", wc_errmsg());
 			ret = -1;
 			break;
 		}
@@ -453,7 +481,7 @@ static int verify_origin(struct bench *b)
 			        "cache was given\n", (unsigned long long)off);
 	}
 	free(rd);
-	close(fd);
+	wc_origin_close(&o);
 	return ret;
 }
 
@@ -464,15 +492,16 @@ static int measure_raw(struct bench *b, enum pattern p, struct sample *s)
 	size_t io = b->o.raw_io ? b->o.raw_io : b->o.block_size;
 	unsigned qd = b->o.raw_qd ? b->o.raw_qd : b->cfg.writeback_jobs;
 	double cpu0 = cpu_seconds();
-	int ret = wc_rawaio_write_bw(b->o.origin_path, b->o.working_set, io, qd, p == PAT_SEQ,
-	                             &s->raw_mbps);
+	int ret = (b->local ? wc_rawaio_write_bw : wc_raworigin_write_bw)(
+		b->o.origin_path, b->o.working_set, io, qd, p == PAT_SEQ, &s->raw_mbps);
 
 	s->raw_cpu_s = cpu_seconds() - cpu0;
 	if (!ret && b->o.flush_delay_us) /* its one fdatasync, as slow as the cache's */
 		s->raw_mbps = (double)b->o.working_set /
 		              ((double)b->o.working_set / (s->raw_mbps * 1e6) + b->o.flush_delay_us / 1e6) / 1e6;
 	if (ret)
-		fprintf(stderr, "wcbench writeback: raw libaio baseline: %s\n", wc_errmsg());
+		fprintf(stderr, "wcbench writeback: raw %s baseline: %s\n", b->local ? "libaio" : "origin",
+		        wc_errmsg());
 	return ret;
 }
 
@@ -688,10 +717,12 @@ static void print_text(const struct bench *b)
 	       b->o.origin_path, wct_size_str(ws, sizeof(ws), b->o.working_set), b->o.runs);
 	if (b->o.flush_delay_us)
 		printf("every origin flush made %u us slower (--flush-delay-us)\n", b->o.flush_delay_us);
-	printf("write-back: writeback_jobs %u, max I/O %u KiB%s%s; raw: libaio, %s writes, QD %u, "
-	       "fdatasync at the end\n\n", b->cfg.writeback_jobs, b->cfg.writeback_max_io_kib,
+	printf("write-back: writeback_jobs %u, max I/O %u KiB%s%s; raw: %s, %s writes, QD %u, "
+	       "%s at the end\n\n", b->cfg.writeback_jobs, b->cfg.writeback_max_io_kib,
 	       b->o.config ? ", options " : "", b->o.config ? b->o.config : "",
-	       wct_size_str(io, sizeof(io), b->o.raw_io ? b->o.raw_io : b->o.block_size), qd);
+	       b->local ? "libaio" : "the origin's backend",
+	       wct_size_str(io, sizeof(io), b->o.raw_io ? b->o.raw_io : b->o.block_size), qd,
+	       b->local ? "fdatasync" : "a flush");
 	printf("%-8s %10s %11s %11s %10s %10s %9s %9s %14s\n", "pattern", "raw MB/s", "drain MB/s",
 	       "total MB/s", "drain/raw", "total/raw", "wb I/Os", "avg I/O", "CPU us/MiB r/d");
 	for (int p = 0; p < NPATTERNS; p++) {
@@ -810,6 +841,7 @@ int wcbench_writeback(int argc, char **argv)
 		return ret;
 	}
 	b->forced_gran = wct_pmem_emulate();
+	b->local = wc_origin_kind_of(b->o.origin_path) == WC_ORIGIN_KIND_PATH;
 	wc_config_init(&b->cfg);
 	b->cfg.block_size = b->o.block_size;
 	b->cfg.cache_size = b->o.cache_size;

@@ -48,8 +48,9 @@ static void create_usage(FILE *f)
 	fprintf(f,
 	        "usage: wcctl create CACHE ORIGIN [--options STRING] [--size BYTES]\n"
 	        "Format CACHE (a file on pmem/DAX, or /dev/shm for development) as a new\n"
-	        "cache in front of ORIGIN (a file or block device).  Refuses a CACHE that\n"
-	        "already holds a valid cache.\n\n"
+	        "cache in front of ORIGIN: a file, a block device or an NBD URI\n"
+	        "(nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH).  Refuses a CACHE\n"
+	        "that already holds a valid cache.\n\n"
 	        "  --options S  configuration, \"key=value,...\" (block_size=4096, high_watermark,\n"
 	        "               low_watermark, writeback_jobs, autocommit_blocks, autocommit_ms,\n"
 	        "               max_age_ms, cleaner, fua, pmem_threshold, pmem_force, ...;\n"
@@ -125,7 +126,8 @@ static void status_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: wcctl status CACHE ORIGIN [--options STRING] [--json]\n"
-	        "Open the cache (running recovery), print dm-writecache's status line:\n"
+	        "Open the cache in front of ORIGIN (a file, block device or NBD URI; running\n"
+	        "recovery), print dm-writecache's status line:\n"
 	        "  error blocks free under_writeback reads read_hits writes\n"
 	        "  write_hits_uncommitted write_hits_committed writes_around writes_allocate\n"
 	        "  writes_blocked_on_freelist flushes discards\n"
@@ -173,7 +175,7 @@ struct status_view {
 	bool before_ok;
 	/* st.granularity and st.origin_mode point into the cache: copies
 	 * that outlive wc_close */
-	char granularity[16], origin_mode[160];
+	char granularity[16], origin_mode[512];
 };
 
 static void status_json(const struct status_view *v)
@@ -433,8 +435,9 @@ static void writeback_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: wcctl writeback CACHE ORIGIN [--options STRING] [--quiet]\n"
-	        "Open the cache, write every dirty block back to ORIGIN (a progress bar on\n"
-	        "stderr), make the origin durable and close.  Afterwards the origin alone\n"
+	        "Open the cache, write every dirty block back to ORIGIN (a file, block device\n"
+	        "or NBD URI; a progress bar on stderr), make the origin durable (fdatasync, or\n"
+	        "an NBD flush) and close.  Afterwards the origin alone\n"
 	        "holds all the data: the cache can be dropped (dm-writecache's `flush`\n"
 	        "message before removal).\n\n"
 	        "  --options S  configuration for the open (e.g. writeback_jobs=64)\n"

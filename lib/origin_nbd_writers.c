@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * origin_nbd_writers.c -- the NBD backend's durability across a lost
+ * connection (origin_nbd.h has the objects).
+ *
+ * A write the server acknowledged is durable only after a flush; if the
+ * connection (and maybe the server with its cache) is lost in between, a
+ * flush on the next connection says nothing about it.  So each thread that
+ * issued writes is noted with the connection slots they went through,
+ * until a flush of its own succeeds; losing a slot marks the threads noted
+ * on it, and the next flush of such a thread fails with -EIO, once: it must
+ * write again what it wrote since its last flush (the cache's write-back
+ * does: a failed round keeps its blocks dirty).  The cache issues its
+ * writes and their flush from one thread (the write-back round, the
+ * write-around), which is what makes the thread the right key.  A lost
+ * connection costs at worst one needless round of rewrites.
+ *
+ * A flush that fails for any reason tells its thread as much as the -EIO
+ * would, so it forgets the thread too.  A flush that succeeds covers what
+ * the thread wrote before it began -- even if a connection was lost while
+ * it ran: with multi-conn the server answered it after making every
+ * completed write durable, without it the flush went to every connection.
+ */
+#include "config.h"
+
+#ifdef WC_HAVE_LIBNBD
+
+#include <stdlib.h>
+
+#include "origin_nbd.h"
+
+static struct nbd_writer *writer_find(struct nbd_origin *o, pthread_t self)
+{
+	for (size_t i = 0; i < o->nwriters; i++)
+		if (pthread_equal(o->writers[i].tid, self))
+			return &o->writers[i];
+	return NULL;
+}
+
+static void writer_remove(struct nbd_origin *o, struct nbd_writer *w)
+{
+	*w = o->writers[--o->nwriters];
+}
+
+int wc_nbd_writer_note(struct nbd_origin *o, unsigned conn)
+{
+	pthread_t self = pthread_self();
+	struct nbd_writer *w;
+
+	pthread_mutex_lock(&o->wlock);
+	w = writer_find(o, self);
+	if (!w) {
+		if (o->nwriters == o->capwriters) {
+			size_t cap = o->capwriters ? o->capwriters * 2 : 8;
+			struct nbd_writer *grown = realloc(o->writers, cap * sizeof(*grown));
+
+			if (!grown) {
+				pthread_mutex_unlock(&o->wlock);
+				return wc_err(-ENOMEM, "origin %s: out of memory for the writer table", o->desc);
+			}
+			o->writers = grown;
+			o->capwriters = cap;
+		}
+		w = &o->writers[o->nwriters++];
+		*w = (struct nbd_writer){ .tid = self };
+	}
+	w->seq++;
+	w->conns |= 1u << conn;
+	pthread_mutex_unlock(&o->wlock);
+	return 0;
+}
+
+void wc_nbd_writers_poison(struct nbd_origin *o, unsigned conn)
+{
+	pthread_mutex_lock(&o->wlock);
+	for (size_t i = 0; i < o->nwriters; i++)
+		if (o->writers[i].conns & (1u << conn))
+			o->writers[i].poisoned = true;
+	pthread_mutex_unlock(&o->wlock);
+}
+
+int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *seq)
+{
+	struct nbd_writer *w;
+
+	*seq = 0;
+	pthread_mutex_lock(&o->wlock);
+	w = writer_find(o, pthread_self());
+	if (w && w->poisoned) {
+		writer_remove(o, w);
+		pthread_mutex_unlock(&o->wlock);
+		return wc_err(-EIO, "origin %s: flush: a connection was lost after writes of this thread "
+		              "completed on it and before they were flushed; the server may not hold them "
+		              "durably: write them again", o->desc);
+	}
+	if (w)
+		*seq = w->seq;
+	pthread_mutex_unlock(&o->wlock);
+	return 0;
+}
+
+void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t seq, int ret)
+{
+	struct nbd_writer *w;
+
+	pthread_mutex_lock(&o->wlock);
+	w = writer_find(o, pthread_self());
+	/* A write issued after the flush began bumped seq: not covered. */
+	if (w && (ret || w->seq == seq))
+		writer_remove(o, w);
+	pthread_mutex_unlock(&o->wlock);
+}
+
+#endif /* WC_HAVE_LIBNBD */

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# nbdkit.sh -- sourced by the remote-origin scripts: TAP output, a scratch
+# folder, and nbdkit servers on unix sockets that the EXIT trap stops.
+# Needs no root and no kernel nbd: the cache reaches the server through
+# libnbd.
+
+set -u
+builddir=${WC_TEST_BUILDDIR:-.}
+export PMEM2_FORCE_GRANULARITY=${PMEM2_FORCE_GRANULARITY:-CACHE_LINE}
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+note() { echo "# $*"; }
+bail() { echo "Bail out! $*"; exit 1; }
+finish() { echo "1..$n"; [ "$failed" -eq 0 ]; exit $?; }
+# The plan "1..0 # SKIP why" is the skip (exit 0: automake's TAP driver
+# counts exit 77 after a plan as an error).
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+
+# check DESCRIPTION COMMAND...: one TAP line for COMMAND's status, with
+# its output as comments when it fails.
+check() {
+	local desc=$1
+	shift
+	if "$@" >"$D/check.out" 2>&1; then ok "$desc"; else
+		not_ok "$desc"; tail -20 "$D/check.out" | sed 's/^/#   /'; fi
+}
+
+# require_nbdkit PLUGIN...: skip unless nbdkit and these plugins are here.
+require_nbdkit() {
+	local p
+	command -v nbdkit >/dev/null 2>&1 || skip_all "nbdkit not installed (apt-get install nbdkit)"
+	for p in "$@"; do
+		nbdkit --dump-plugin "$p" >/dev/null 2>&1 || skip_all "nbdkit plugin $p not installed"
+	done
+}
+
+# scratch: $D under /dev/shm (caches, sockets), $V under /var/tmp (origin
+# files on a disk file system).  Both go at exit, as do the servers.
+SERVERS=
+scratch() {
+	D=$(mktemp -d /dev/shm/wc-remote-XXXXXX) || bail "no scratch folder in /dev/shm"
+	V=$(mktemp -d /var/tmp/wc-remote-XXXXXX) || bail "no scratch folder in /var/tmp"
+	trap cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+cleanup() {
+	local rc=$? p
+	for p in $SERVERS; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	if [ -n "${KEEP:-}" ]; then echo "# kept $D $V"; else rm -rf "$D" "$V"; fi
+	exit $rc
+}
+
+# serve NAME NBDKIT-ARGS...: nbdkit on $D/NAME.sock in the foreground of
+# a background job (so that its pid is ours to signal); returns when it
+# accepts connections (it writes the pid file then).  Sets URI.
+serve() {
+	local name=$1 i
+	shift
+	rm -f "$D/$name.sock" "$D/$name.pid"
+	nbdkit -f --exit-with-parent -U "$D/$name.sock" -P "$D/$name.pid" "$@" \
+		>>"$D/$name.log" 2>&1 &
+	SERVERS="$SERVERS $!"
+	for i in $(seq 300); do
+		[ -s "$D/$name.pid" ] && break
+		kill -0 $! 2>/dev/null || { sed 's/^/#   /' "$D/$name.log" | tail -5; return 1; }
+		sleep 0.02
+	done
+	[ -s "$D/$name.pid" ] || return 1
+	URI="nbd+unix:///?socket=$D/$name.sock"
+}
+
+# unserve NAME [SIGNAL]: stop the server NAME, TERM by default.
+unserve() {
+	local pid
+	pid=$(cat "$D/$1.pid" 2>/dev/null) || return 0
+	kill -"${2:-TERM}" "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
+	rm -f "$D/$1.pid"
+}
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
