@@ -73,7 +73,7 @@ int wc_config_import(struct wc_config *dst, const struct wc_config *src)
 		              sizeof(*dst), WCACHE_VERSION_STRING);
 	memset(dst, 0, sizeof(*dst));
 	copy_prefix(dst, sizeof(*dst), src, size);
-	if (dst->reserved0 || !all_zero(dst->reserved, sizeof(dst->reserved)))
+	if (!all_zero(dst->reserved, sizeof(dst->reserved)))
 		return wc_err(-EINVAL, "struct wc_config: reserved fields are set (the program was "
 		              "built against a newer libwcache than %s, or did not zero them)",
 		              WCACHE_VERSION_STRING);

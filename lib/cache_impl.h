@@ -327,5 +327,8 @@ void wc_writeback_stop(struct wc_cache *c);
 int wc_writeback_round(struct wc_cache *c, bool all);
 void wc_writeback_kick(struct wc_cache *c);
 bool wc_writeback_due(struct wc_cache *c);
+/* The window write-back keeps in flight now (blocks) and the mean latency
+ * of its last measured round's origin writes: a snapshot, for stats. */
+unsigned wc_writeback_window(struct wc_cache *c, uint64_t *mean_latency_ns);
 
 #endif /* WC_CACHE_IMPL_H */

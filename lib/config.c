@@ -22,6 +22,8 @@ void wc_config_defaults(struct wc_config *cfg)
 	cfg->autocommit_ms = 1000;
 	cfg->fua = true;
 	cfg->writeback_max_io_kib = 1024;
+	/* 16 MiB: one round's worth (writeback.c). */
+	cfg->writeback_window_max_kib = 16384;
 }
 
 static int parse_u64(const char *key, const char *val, uint64_t max, uint64_t *out)
@@ -79,6 +81,8 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 		return parse_uint(key, val, 3600000, &cfg->autocommit_ms);
 	if (!strcmp(key, "max_age_ms") || !strcmp(key, "max_age"))
 		return parse_uint(key, val, 86400000, &cfg->max_age_ms);
+	if (!strcmp(key, "writeback_window_max_kib"))
+		return parse_uint(key, val, 1u << 30, &cfg->writeback_window_max_kib);
 	if (!strcmp(key, "writeback_max_io_kib"))
 		return parse_uint(key, val, 1u << 20, &cfg->writeback_max_io_kib);
 	if (!strcmp(key, "cache_size"))
@@ -127,7 +131,7 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 	}
 	return wc_err(-EINVAL, "unknown option \"%s\" (known: block_size, high_watermark, low_watermark, "
 	              "writeback_jobs, autocommit_blocks, autocommit_ms, max_age_ms, cleaner, fua, nofua, "
-	              "no_threads, writeback_max_io_kib, cache_size, pmem_threshold, pmem_force, pmem_flush)", key);
+	              "no_threads, writeback_max_io_kib, writeback_window_max_kib, cache_size, pmem_threshold, pmem_force, pmem_flush)", key);
 }
 
 int wc_config_parse(struct wc_config *cfg, const char *options)

@@ -11,8 +11,9 @@
 #include "error.h"
 #include "map.h"
 
-/* The 0.1 struct ended before `reserved` (docs/ABI.md). */
-#define WC_STATS_SIZE_0_1 offsetof(struct wc_stats, reserved)
+/* The 0.1 struct ended where 0.3's write-back window begins, at 0.2's
+ * reserved space (docs/ABI.md). */
+#define WC_STATS_SIZE_0_1 offsetof(struct wc_stats, writeback_window)
 
 static int stats_fill(wc_cache *c, struct wc_stats *st)
 {
@@ -47,6 +48,8 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 	st->writeback_ios = atomic_load_explicit(&c->wb_ios, memory_order_relaxed);
 	st->writeback_bytes = atomic_load_explicit(&c->wb_bytes, memory_order_relaxed);
 	st->writeback_errors = atomic_load_explicit(&c->wb_errors, memory_order_relaxed);
+	st->writeback_window = wc_writeback_window(c, &st->writeback_latency_us);
+	st->writeback_latency_us /= 1000;
 	st->dram_bytes = c->dram_bytes;
 	st->granularity = wc_map_granularity_name(c);
 	st->origin_mode = wc_origin_describe(&c->origin);

@@ -191,7 +191,8 @@ struct wc_config {
 	uint32_t block_size;        /* 512..65536, power of two; default 4096; fixed at format */
 	unsigned high_watermark;    /* % of blocks used that starts write-back; default 50 */
 	unsigned low_watermark;     /* % used at which write-back stops; default 45 */
-	unsigned writeback_jobs;    /* max blocks in flight to the origin; default 256 */
+	unsigned writeback_jobs;    /* blocks in flight to the origin; default 256 (the window's
+	                               floor: see writeback_window_max_kib) */
 	unsigned autocommit_blocks; /* commit after this many uncommitted blocks; default 64 */
 	unsigned autocommit_ms;     /* commit at most this long after a write; default 1000 */
 	unsigned max_age_ms;        /* write back blocks older than this; 0 = off */
@@ -208,7 +209,10 @@ struct wc_config {
 	 * struct.  wc_config_init() sets it; 0 reads as the size of release
 	 * 0.2, the first to have it. */
 	uint32_t size;
-	uint32_t reserved0;         /* must be 0 */
+	/* 0.3: write-back deepens its queue beyond writeback_jobs, up to this
+	 * many KiB in flight, while the origin's latency shows no queueing (a
+	 * remote origin); default 16384; 0 = writeback_jobs, fixed. */
+	uint32_t writeback_window_max_kib;
 	uint64_t reserved[6];       /* must be 0: room for later fields, whose 0
 	                               will mean "as before" */
 };
@@ -304,7 +308,10 @@ struct wc_stats {
 	 * to measure on, or there is nothing to choose), "granularity" (byte or
 	 * page: no flush instructions to choose between). */
 	const char *pmem_source;
-	uint64_t reserved[8];       /* 0: room for later counters */
+	/* 0.3: write-back's window (blocks it keeps in flight) now, and the
+	 * mean latency of an origin write in its last measured round. */
+	uint64_t writeback_window, writeback_latency_us;
+	uint64_t reserved[6];       /* 0: room for later counters */
 };
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 int wc_get_stats(wc_cache *c, struct wc_stats *st);

@@ -448,12 +448,70 @@ END_TEST
 
 /* writeback_jobs caps the blocks in flight: with slow completions and no
  * merging, one round has exactly writeback_jobs requests out. */
+/* An origin whose requests all take 1 ms however many are in flight (a
+ * remote one): each doubling of the window doubles the throughput, so the
+ * window grows from writeback_jobs, within its limit. */
+START_TEST(test_window_deepens_for_latency)
+{
+	struct fault_origin *fo = new_origin(4096);
+	struct fault_origin_faults remote = { .delay_us = 1000 };
+	struct model *m = model_new(4096);
+	/* Round capacity: 2048 / 8 = 256 blocks; 64 KiB = 16 blocks max. */
+	wc_cache *c = create_on(fo, 2048, _i ? "writeback_jobs=4,writeback_max_io_kib=4"
+	                                     : "no_threads=1,writeback_jobs=4,writeback_max_io_kib=4,"
+	                                       "writeback_window_max_kib=64");
+	unsigned limit = _i ? 256 : 16;
+
+	/* Slow from the start: the background thread's rounds measure it too. */
+	fault_origin_set_faults(fo, &remote);
+	for (uint64_t b = 0; b < 1800; b++)
+		model_write(c, m, b * 2, 1, 0); /* no neighbours: one request each */
+	ck_assert_int_eq(wc_writeback(c), 0);
+	ck_assert_uint_gt(counters(fo).max_inflight, 4);
+	ck_assert_uint_le(counters(fo).max_inflight, limit);
+	ck_assert_uint_gt(stats(c).writeback_window, 4);
+	ck_assert_uint_le(stats(c).writeback_window, limit);
+	ck_assert_uint_ge(stats(c).writeback_latency_us, 1000);
+	assert_clean(c);
+	ck_assert_int_eq(wc_close(c), 0);
+	model_check_origin(m, fo);
+	model_free(m);
+	fault_origin_destroy(fo);
+}
+END_TEST
+
+/* A device that serves one request at a time: a deeper queue buys no
+ * throughput, so the window stays at writeback_jobs (after its probes). */
+START_TEST(test_window_holds_for_queueing)
+{
+	struct fault_origin *fo = new_origin(4096);
+	struct fault_origin_faults queueing = { .serial_us = 100 };
+	struct model *m = model_new(4096);
+	wc_cache *c = create_on(fo, 2048, "no_threads=1,writeback_jobs=32,writeback_max_io_kib=4");
+
+	for (uint64_t b = 0; b < 1800; b++)
+		model_write(c, m, b * 2, 1, 0);
+	fault_origin_set_faults(fo, &queueing);
+	ck_assert_int_eq(wc_writeback(c), 0);
+	/* A probe may go one step deeper, and one more only if this host's
+	 * noise made the first look like a 20% gain. */
+	ck_assert_uint_le(counters(fo).max_inflight, 128);
+	ck_assert_uint_le(stats(c).writeback_window, 64);
+	assert_clean(c);
+	ck_assert_int_eq(wc_close(c), 0);
+	model_check_origin(m, fo);
+	model_free(m);
+	fault_origin_destroy(fo);
+}
+END_TEST
+
 START_TEST(test_writeback_jobs_cap)
 {
 	struct fault_origin *fo = new_origin(1024);
 	struct fault_origin_faults slow = { .delay_us = 1000 };
 	struct model *m = model_new(1024);
-	wc_cache *c = create_on(fo, 256, "no_threads=1,writeback_jobs=8,writeback_max_io_kib=4");
+	wc_cache *c = create_on(fo, 256, "no_threads=1,writeback_jobs=8,writeback_window_max_kib=0,"
+	                                  "writeback_max_io_kib=4");
 
 	for (uint64_t b = 0; b < 200; b++)
 		model_write(c, m, b * 3, 1, 0);
@@ -471,7 +529,8 @@ START_TEST(test_writeback_jobs_cap)
 	m = model_new(1024);
 	fo = new_origin(1024);
 	fault_origin_set_faults(fo, &slow);
-	c = create_on(fo, 64, "writeback_jobs=5,high_watermark=20,low_watermark=10");
+	c = create_on(fo, 64, "writeback_jobs=5,writeback_window_max_kib=0,high_watermark=20,"
+	                "low_watermark=10");
 	for (unsigned round = 0; round < 4; round++)
 		for (uint64_t b = 0; b < 256; b++) {
 			model_write(c, m, (b * 7 + round) % 1024, 1, 0);
@@ -682,6 +741,8 @@ static Suite *writeback_suite(void)
 	tcase_add_test(tc, test_no_threads_host_loop);
 	tcase_add_test(tc, test_no_threads_fill);
 	tcase_add_test(tc, test_writeback_jobs_cap);
+	tcase_add_loop_test(tc, test_window_deepens_for_latency, 0, 2);
+	tcase_add_test(tc, test_window_holds_for_queueing);
 	tcase_add_test(tc, test_merged_io);
 	tcase_add_test(tc, test_runs_capped_at_iov_max);
 	tcase_add_test(tc, test_durable_before_free);

@@ -41,6 +41,7 @@ struct fault_origin {
 	struct fault_origin_counters count;
 
 	struct wc_origin_io *queue_head, *queue_tail;
+	uint64_t serial_free;           /* serial_us: when the device is next idle */
 	char desc[64];
 };
 
@@ -176,6 +177,13 @@ static int fo_submit(void *ctx, struct wc_origin_io *io)
 	polls = fo->faults.complete_on_poll ? fo->faults.complete_on_poll : 1;
 	io->backend[Q_NEXT] = 0;
 	io->backend[Q_READY] = now_ns() + fo->faults.delay_us * 1000;
+	if (fo->faults.serial_us) {
+		uint64_t start = fo->serial_free > now_ns() ? fo->serial_free : now_ns();
+
+		fo->serial_free = start + fo->faults.serial_us * 1000;
+		if (fo->serial_free > io->backend[Q_READY])
+			io->backend[Q_READY] = fo->serial_free;
+	}
 	io->backend[Q_POLLS] = polls;
 	io->backend[Q_RESULT] = (uint64_t)plan_result(fo, io, len);
 	if (fo->queue_tail)

@@ -44,6 +44,9 @@ struct fault_origin_faults {
 	size_t short_write_bytes;     /*   transfers only that many (0 allowed) */
 
 	uint64_t delay_us;            /* no request completes sooner after submit */
+	uint64_t serial_us;           /* requests served one at a time, each this long after
+	                                 the previous one's end: a device whose latency is
+	                                 its queue's */
 	unsigned complete_on_poll;    /* a request completes on the k-th poll that
 	                                 looks at it (0 or 1 = the first) */
 

@@ -200,6 +200,7 @@ static void status_json(const struct status_view *v)
 	M("discards", discards); M("dirty_blocks", dirty_blocks); M("commits", commits);
 	M("writeback_ios", writeback_ios); M("writeback_bytes", writeback_bytes);
 	M("writeback_errors", writeback_errors); M("dram_bytes", dram_bytes);
+	M("writeback_window", writeback_window); M("writeback_latency_us", writeback_latency_us);
 #undef M
 	wct_json_u64(&j, "block_size", v->block_size);
 	wct_json_u64(&j, "size", v->size);
@@ -267,9 +268,10 @@ static void status_text(const struct status_view *v)
 	printf("commits        %" PRIu64 ", flushes %" PRIu64 " (since this open)\n", st->commits,
 	       st->flushes);
 	printf("write-back     %" PRIu64 " I/Os, %s, %" PRIu64 " errors, %" PRIu64
-	       " blocks in flight\n",
+	       " blocks in flight (window %" PRIu64 ", %" PRIu64 " us per write)\n",
 	       st->writeback_ios, wct_size_str(s2, sizeof(s2), st->writeback_bytes),
-	       st->writeback_errors, st->writeback_blocks);
+	       st->writeback_errors, st->writeback_blocks, st->writeback_window,
+	       st->writeback_latency_us);
 	threshold_str(thr, sizeof(thr), v->pmem.threshold);
 	printf("flush policy   %s: threshold %s\n", v->pmem_source, thr);
 	printf("               why: %s\n", v->pmem.reason);
