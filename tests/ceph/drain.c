@@ -15,9 +15,11 @@
  *
  * One JSON object on stdout: drain_mbps = bytes written back while
  * draining / drain time; total_mbps = working set / (fill + drain); the
- * cache's write-back counters.  A sample of blocks is read back through the
- * origin alone afterwards: a figure from a write-back that lost data would
- * be worthless.  Exit 0, or 1 with a message.
+ * cache's write-back counters, with the window (blocks in flight) and the
+ * origin's mean write latency as write-back last measured them.  A sample
+ * of blocks is read back through the origin alone afterwards: a figure
+ * from a write-back that lost data would be worthless.  Exit 0, or 1 with
+ * a message.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -224,11 +226,13 @@ int main(int argc, char **argv)
 	drain_bytes = (double)(st2.writeback_bytes - st1.writeback_bytes);
 	printf("\"fill_s\": %.3f, \"drain_s\": %.3f, \"drain_bytes\": %.0f, \"drain_mbps\": %.1f, "
 	       "\"total_mbps\": %.1f, \"writeback_ios\": %" PRIu64 ", \"writeback_bytes\": %" PRIu64 ", "
-	       "\"blocked_writes\": %" PRIu64 "}\n",
+	       "\"blocked_writes\": %" PRIu64 ", \"window_blocks\": %" PRIu64 ", "
+	       "\"origin_write_latency_us\": %" PRIu64 "}\n",
 	       fill_s, drain_s, drain_bytes, drain_s > 0 ? drain_bytes / drain_s / 1e6 : 0.0,
 	       (double)o.working_set / (fill_s + drain_s) / 1e6, st2.writeback_ios - st0.writeback_ios,
 	       st2.writeback_bytes - st0.writeback_bytes,
-	       st2.writes_blocked_on_freelist - st0.writes_blocked_on_freelist);
+	       st2.writes_blocked_on_freelist - st0.writes_blocked_on_freelist,
+	       st2.writeback_window, st2.writeback_latency_us);
 	fflush(stdout);
 	ret = verify(&o, nblocks, buf, want);
 	free(order);
