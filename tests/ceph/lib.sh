@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# lib.sh -- sourced by the shell tests in tests/ceph/: TAP output, a
+# scratch folder, and a Ceph cluster:
+#   WC_CEPH_DIR set: that one (tests/ceph/up on it: reused when up, its
+#     daemons restarted when not), never taken down here;
+#   else a private one in /tmp/wc-ceph-test-XXXXXX, brought up by
+#     ceph_cluster and taken down by the EXIT trap.
+# Without Ceph installed the test is skipped ("1..0 # SKIP why", exit 0).
+
+set -u
+builddir=${WC_TEST_BUILDDIR:-.}
+CEPH_TESTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export PMEM2_FORCE_GRANULARITY=${PMEM2_FORCE_GRANULARITY:-CACHE_LINE}
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+note() { echo "# $*"; }
+bail() { echo "Bail out! $*"; exit 1; }
+finish() { echo "1..$n"; [ "$failed" -eq 0 ]; exit $?; }
+# The plan "1..0 # SKIP why" is the skip (exit 0: automake's TAP driver
+# counts exit 77 after a plan as an error).
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+
+# check DESCRIPTION COMMAND...: one TAP line for COMMAND's status, with
+# its output as comments when it fails.
+check() {
+	local desc=$1
+	shift
+	if "$@" >"$D/check.out" 2>&1; then ok "$desc"; else
+		not_ok "$desc"; tail -20 "$D/check.out" | sed 's/^/#   /'; fi
+}
+
+require_ceph() {
+	local c
+	for c in ceph-mon ceph-mgr ceph-osd rbd; do
+		command -v "$c" >/dev/null 2>&1 ||
+			skip_all "$c not installed (tools/install-deps installs Ceph)"
+	done
+}
+
+CEPH_OWNED=
+D=
+cleanup() {
+	local rc=$?
+	[ -n "${CEPH_IMAGES:-}" ] && for i in $CEPH_IMAGES; do ceph_rbd rm --no-progress "$i" >/dev/null 2>&1; done
+	if [ -n "$CEPH_OWNED" ]; then "$CEPH_TESTS/down" "$CEPH_OWNED" >&2; fi
+	if [ -n "$D" ]; then
+		if [ -n "${KEEP:-}" ]; then echo "# kept $D"; else rm -rf "$D"; fi
+	fi
+	exit $rc
+}
+
+# scratch: $D under /dev/shm (caches, exports), removed at exit.
+scratch() {
+	D=$(mktemp -d /dev/shm/wc-ceph-test-XXXXXX) || bail "no scratch folder in /dev/shm"
+	trap cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+# ceph_cluster: the cluster (see the head), its settings in WC_CEPH_CONF,
+# WC_CEPH_ID, WC_CEPH_POOL.  Its messages go to stderr (the log), not to
+# the TAP stream.
+ceph_cluster() {
+	local dir=${WC_CEPH_DIR:-}
+	if [ -z "$dir" ]; then
+		dir=$(mktemp -d /tmp/wc-ceph-test-XXXXXX) || bail "mktemp failed"
+		CEPH_OWNED=$dir
+	fi
+	"$CEPH_TESTS/up" "$dir" >&2 || bail "tests/ceph/up $dir failed (its messages are in the log)"
+	# shellcheck disable=SC1091
+	. "$dir/env"
+	note "ceph cluster $dir ($([ -n "$CEPH_OWNED" ] && echo private || echo given))"
+}
+
+ceph_rbd() { timeout 120 rbd -c "$WC_CEPH_CONF" --id "$WC_CEPH_ID" "$@"; }
+
+# ceph_image NAME SIZE: a fresh image, removed at exit; prints its spec.
+ceph_image() {
+	ceph_rbd rm --no-progress "$WC_CEPH_POOL/$1" >/dev/null 2>&1
+	ceph_rbd create --size "$2" "$WC_CEPH_POOL/$1" >&2 || bail "rbd create $WC_CEPH_POOL/$1 failed"
+	CEPH_IMAGES="${CEPH_IMAGES:-} $WC_CEPH_POOL/$1"
+	echo "rbd:$WC_CEPH_POOL/$1:conf=$WC_CEPH_CONF:id=$WC_CEPH_ID"
+}
