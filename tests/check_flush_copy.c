@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 
 #include "flush/engine.h"
+#include "testmain.h"
 
 #define MAXLEN 4160
 #define GUARD  192
@@ -300,14 +301,12 @@ static void add_policy(const char *name, const struct wc_pmem_config *cfg)
 	ncopiers++;
 }
 
-int main(void)
+static Suite *flush_copy_suite(void)
 {
 	unsigned features = wc_cpu_get()->features;
 	struct wc_pmem_config split = { .threshold = 768 };
 	struct wc_pmem_config split_clwb = { .threshold = 256, .flush_insn = WC_PMEM_CLWB };
 	Suite *s = suite_create("flush-copy");
-	SRunner *sr;
-	int failed;
 
 	for (int id = 0; id < WC_STRAT_COUNT; id++)
 		add_strategy((enum wc_strategy_id)id, features);
@@ -328,9 +327,10 @@ int main(void)
 		tcase_add_loop_test(tc, test_huge, (int)i, (int)i + 1);
 		suite_add_tcase(s, tc);
 	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return s;
+}
+
+int main(void)
+{
+	return wc_test_main(flush_copy_suite());
 }

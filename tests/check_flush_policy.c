@@ -31,7 +31,7 @@
 
 #include "error.h"
 #include "flush/engine.h"
-#include "testutil.h"
+#include "testmain.h"
 
 #if defined(__x86_64__)
 static const unsigned all_x86 = WC_CPU_CLFLUSH | WC_CPU_CLFLUSHOPT | WC_CPU_CLWB | WC_CPU_SSE2 |
@@ -961,14 +961,10 @@ START_TEST(test_first_use_once)
 END_TEST
 #endif
 
-int main(void)
+static Suite *flush_policy_suite(void)
 {
 	Suite *s = suite_create("flush-policy");
 	TCase *tc;
-	SRunner *sr;
-	int failed;
-
-	wc_test_dir();
 
 	tc = tcase_create("pretended-cpu");
 #if defined(__x86_64__)
@@ -1009,10 +1005,10 @@ int main(void)
 	tcase_add_test(tc, test_granularity_page);
 	tcase_add_test(tc, test_granularity_cache_line);
 	suite_add_tcase(s, tc);
+	return s;
+}
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+int main(void)
+{
+	return wc_test_main(flush_policy_suite());
 }

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "flush/engine.h"
+#include "testmain.h"
 
 #if defined(__x86_64__)
 
@@ -613,17 +614,11 @@ START_TEST(test_decoder)
 }
 END_TEST
 
-int main(void)
+static Suite *flush_trace_suite(void)
 {
 	Suite *s = suite_create("flush-trace");
-	TCase *tc;
-	SRunner *sr;
-	int failed;
+	TCase *tc = tcase_create("trace");
 
-	/* Resolve the default policy before Check forks the tests. */
-	wc_persist_default();
-
-	tc = tcase_create("trace");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_decoder);
@@ -634,12 +629,14 @@ int main(void)
 	tcase_add_test(tc, test_each_policy);
 	tcase_add_test(tc, test_public_api);
 	suite_add_tcase(s, tc);
+	return s;
+}
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+int main(void)
+{
+	/* Resolve the default policy before Check forks the tests. */
+	wc_persist_default();
+	return wc_test_main(flush_trace_suite());
 }
 
 #else /* !__x86_64__ */

@@ -14,6 +14,7 @@
 
 #include "fault_origin.h"
 #include "origin_testutil.h"
+#include "testmain.h"
 
 /* ------------------------------------------------------------- helpers */
 

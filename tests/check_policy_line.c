@@ -29,6 +29,7 @@
 #include "flush/engine.h"
 #include "format.h"
 #include "testhooks.h"
+#include "testmain.h"
 
 #define BS 4096u
 #define CACHE_BYTES (24u << 20) /* > the 4 MiB a measurement needs, with data in it */
@@ -545,7 +546,7 @@ START_TEST(test_torn_record_under_crash_sim)
 }
 END_TEST
 
-int main(void)
+static Suite *policy_line_suite(void)
 {
 	Suite *s = suite_create("policy-line");
 	TCase *tc = tcase_create("policy-line");
@@ -560,5 +561,10 @@ int main(void)
 	tcase_add_test(tc, test_small_cache_not_measured);
 	tcase_add_test(tc, test_torn_record_under_crash_sim);
 	suite_add_tcase(s, tc);
-	return wc_test_main(s);
+	return s;
+}
+
+int main(void)
+{
+	return wc_test_main(policy_line_suite());
 }

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "testmain.h"
 #include "wbtest.h"
 
 static char file_origin_path[PATH_MAX];

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * testmain.h -- the main() of the Check programs.
+ * testmain.h -- the main() of the Check programs: each program builds its
+ * suite(s) and returns wc_test_main(suite, ...).
  */
 #ifndef WC_TESTMAIN_H
 #define WC_TESTMAIN_H
@@ -9,8 +10,11 @@
 
 #include "testutil.h"
 
-/* One scratch folder for all the tests (made before the runner forks), run
- * them, exit non-zero on any failure. */
-int wc_test_main(Suite *suite);
+/* Make the scratch folder (before the runner forks, so that every test
+ * shares it), run the suites with Check's environment (CK_RUN_SUITE,
+ * CK_RUN_CASE, CK_FORK, CK_VERBOSITY, CK_TAP_LOG_FILE_NAME, timeouts, ...),
+ * free them, and return EXIT_FAILURE if any test failed. */
+int wc_test_main_(Suite *first, ...);
+#define wc_test_main(...) wc_test_main_(__VA_ARGS__, (Suite *)NULL)
 
 #endif
