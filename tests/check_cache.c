@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cachetest.h"
+#include "testmain.h"
 #include "wcache.h"
 
 #define BS 4096u

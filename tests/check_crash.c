@@ -18,7 +18,7 @@
 
 #include "crash_model.h"
 #include "crashsim.h"
-#include "testutil.h"
+#include "testmain.h"
 
 /* ---- a flush policy that only tells the simulator ---- */
 

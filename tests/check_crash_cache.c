@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 
 #include "crash_run.h"
-#include "testutil.h"
+#include "testmain.h"
 
 static void quick_opts(struct crash_opts *o, uint64_t seed)
 {
@@ -287,16 +287,11 @@ static Suite *crash_cache_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
+	int ret;
 
-	wc_test_dir();
 	list_regressions();
-	sr = srunner_create(crash_cache_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	ret = wc_test_main(crash_cache_suite());
 	for (int i = 0; i < n_regressions; i++)
 		free(regressions[i]);
-	return failed != 0;
+	return ret;
 }

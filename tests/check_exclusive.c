@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "cachetest.h"
+#include "testmain.h"
 #include "lock.h"
 
 #define BS 4096u

@@ -7,6 +7,7 @@
  */
 #include "fault_origin.h"
 #include "origin_testutil.h"
+#include "testmain.h"
 
 START_TEST(test_fault_images)
 {

@@ -5,6 +5,7 @@
  * ext4 (O_DIRECT), and refuses bad arguments.  Its MB/s is not checked.
  */
 #include "origin_testutil.h"
+#include "testmain.h"
 #include "rawaio.h"
 
 static void check_stamps(const char *path, uint64_t bytes, size_t io_size)
@@ -57,19 +58,17 @@ START_TEST(test_rawaio)
 }
 END_TEST
 
-int main(void)
+static Suite *rawaio_suite(void)
 {
 	Suite *s = suite_create("rawaio");
 	TCase *tc = tcase_create("rawaio");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_rawaio);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	wc_test_dir(); /* before the runner forks: one folder for every test */
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return s;
+}
+
+int main(void)
+{
+	return wc_test_main(rawaio_suite());
 }

@@ -13,7 +13,7 @@
 
 #include "config.h"
 #include "rbd_spec.h"
-#include "testutil.h"
+#include "testmain.h"
 #include "wcache.h"
 
 static void streq_or_null(const char *got, const char *want, const char *what, const char *spec)

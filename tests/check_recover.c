@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "cachetest.h"
+#include "testmain.h"
 #include "crc32c.h"
 #include "format.h"
 
@@ -547,12 +548,10 @@ START_TEST(test_layout_math)
 }
 END_TEST
 
-int main(void)
+static Suite *recover_suite(void)
 {
 	Suite *s = suite_create("recover");
 	TCase *tc = tcase_create("images");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_uncommitted_dropped);
 	tcase_add_test(tc, test_newest_version_wins);
@@ -568,10 +567,10 @@ int main(void)
 	tcase_add_test(tc, test_record_refusal_writes_nothing);
 	tcase_add_test(tc, test_layout_math);
 	suite_add_tcase(s, tc);
-	wc_test_dir();
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
+}
+
+int main(void)
+{
+	return wc_test_main(recover_suite());
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "size.h"
-#include "testutil.h"
+#include "testmain.h"
 #include "wcache.h"
 #include "wctools.h"
 

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "testmain.h"
 #include "wbtest.h"
 #include "writeback.h"
 

@@ -5,6 +5,7 @@
  * failed origin flushes, and the sweep failing the Nth origin write (as
  * OCF's ErrorDevice) until N passes the writes the workload issues.
  */
+#include "testmain.h"
 #include "wbtest.h"
 
 /* ------------------------------------------------------------- faults */

@@ -1,44 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * wbtest.h -- what the write-back tests share (check_writeback,
- * check_writeback_faults): caches on the fault origin, a model of what every
- * origin block must hold, checks of the cache and of both origin images
- * against it, a random workload, and bounded waits.
- *
- * Most tests use the fault origin (tests/fault_origin.h): its volatile image
- * is what reads see, its durable image what survives an origin power cut.
- * "The origin equals the model" is checked on both, byte for byte: a block
- * holds exactly ct_fill_block(block, version), or zeros if never written.
+ * wbtest.c -- what the write-back tests share (see the header).
  */
-#ifndef WC_WBTEST_H
-#define WC_WBTEST_H
-
 #include <check.h>
+#include <errno.h>
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
-#include "cachetest.h"
-#include "fault_origin.h"
-#include "format.h"
-#include "wcache.h"
+#include "wbtest.h"
 
-static char cache_path[PATH_MAX];
+char cache_path[PATH_MAX];
 
-#define BS 4096u
-#define NEVER UINT64_MAX /* model version of a block never written: zeros */
-
-static inline void sleep_ms(unsigned ms)
+void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
 
 	nanosleep(&ts, NULL);
 }
 
-/* A cache file that holds exactly `blocks` blocks of BS bytes. */
-static inline void make_cache_file(uint64_t blocks)
+void make_cache_file(uint64_t blocks)
 {
 	struct wc_layout l;
 
@@ -46,7 +27,7 @@ static inline void make_cache_file(uint64_t blocks)
 	ct_make_file(cache_path, sizeof(cache_path), "wb.pmem", l.bytes_used);
 }
 
-static inline struct fault_origin *new_origin(uint64_t blocks)
+struct fault_origin *new_origin(uint64_t blocks)
 {
 	struct fault_origin *fo = NULL;
 
@@ -54,7 +35,7 @@ static inline struct fault_origin *new_origin(uint64_t blocks)
 	return fo;
 }
 
-static inline void parse_opts(struct wc_config *cfg, const char *opts, bool open)
+void parse_opts(struct wc_config *cfg, const char *opts, bool open)
 {
 	wc_config_init(cfg);
 	if (open)
@@ -63,8 +44,7 @@ static inline void parse_opts(struct wc_config *cfg, const char *opts, bool open
 	              wc_errmsg());
 }
 
-static inline wc_cache *create_on(struct fault_origin *fo, uint64_t cache_blocks,
-                                  const char *opts)
+wc_cache *create_on(struct fault_origin *fo, uint64_t cache_blocks, const char *opts)
 {
 	struct wc_config cfg;
 	struct wc_stats st;
@@ -80,7 +60,7 @@ static inline wc_cache *create_on(struct fault_origin *fo, uint64_t cache_blocks
 	return c;
 }
 
-static inline wc_cache *reopen_on(struct fault_origin *fo, const char *opts)
+wc_cache *reopen_on(struct fault_origin *fo, const char *opts)
 {
 	struct wc_config cfg;
 	wc_cache *c = NULL;
@@ -92,7 +72,7 @@ static inline wc_cache *reopen_on(struct fault_origin *fo, const char *opts)
 	return c;
 }
 
-static inline struct wc_stats stats(wc_cache *c)
+struct wc_stats stats(wc_cache *c)
 {
 	struct wc_stats st;
 
@@ -100,7 +80,7 @@ static inline struct wc_stats stats(wc_cache *c)
 	return st;
 }
 
-static inline struct fault_origin_counters counters(struct fault_origin *fo)
+struct fault_origin_counters counters(struct fault_origin *fo)
 {
 	struct fault_origin_counters n;
 
@@ -108,16 +88,7 @@ static inline struct fault_origin_counters counters(struct fault_origin *fo)
 	return n;
 }
 
-/* ---- the model: the version every origin block must hold ---- */
-
-struct model {
-	uint64_t blocks;
-	uint64_t *v;      /* version per block, NEVER = zeros */
-	uint64_t next;    /* next version to write */
-	uint8_t *buf, *rd;
-};
-
-static inline struct model *model_new(uint64_t blocks)
+struct model *model_new(uint64_t blocks)
 {
 	struct model *m = calloc(1, sizeof(*m));
 
@@ -131,7 +102,7 @@ static inline struct model *model_new(uint64_t blocks)
 	return m;
 }
 
-static inline void model_free(struct model *m)
+void model_free(struct model *m)
 {
 	free(m->v);
 	free(m->buf);
@@ -139,10 +110,7 @@ static inline void model_free(struct model *m)
 	free(m);
 }
 
-/* Write blocks [b, b + n) with one new version; returns wc_write's result
- * and updates the model only if the write was acknowledged. */
-static inline ssize_t model_try_write(wc_cache *c, struct model *m, uint64_t b, unsigned n,
-                                      unsigned flags)
+ssize_t model_try_write(wc_cache *c, struct model *m, uint64_t b, unsigned n, unsigned flags)
 {
 	ssize_t r;
 
@@ -157,8 +125,7 @@ static inline ssize_t model_try_write(wc_cache *c, struct model *m, uint64_t b, 
 	return r;
 }
 
-static inline void model_write(wc_cache *c, struct model *m, uint64_t b, unsigned n,
-                               unsigned flags)
+void model_write(wc_cache *c, struct model *m, uint64_t b, unsigned n, unsigned flags)
 {
 	ssize_t r = model_try_write(c, m, b, n, flags);
 
@@ -166,8 +133,7 @@ static inline void model_write(wc_cache *c, struct model *m, uint64_t b, unsigne
 	              (unsigned long long)b, r, wc_errmsg());
 }
 
-static inline void assert_block(const uint8_t *data, uint64_t b, uint64_t want,
-                                const char *where)
+void assert_block(const uint8_t *data, uint64_t b, uint64_t want, const char *where)
 {
 	uint64_t got = ct_block_version(data, BS, b);
 
@@ -175,8 +141,7 @@ static inline void assert_block(const uint8_t *data, uint64_t b, uint64_t want,
 	              (unsigned long long)b, (long long)got, (long long)want);
 }
 
-/* Reading through the cache gives the model, 16 blocks per read. */
-static inline void model_check_cache(wc_cache *c, struct model *m, const char *where)
+void model_check_cache(wc_cache *c, struct model *m, const char *where)
 {
 	for (uint64_t b = 0; b < m->blocks; b += 16) {
 		unsigned n = m->blocks - b < 16 ? (unsigned)(m->blocks - b) : 16;
@@ -188,21 +153,19 @@ static inline void model_check_cache(wc_cache *c, struct model *m, const char *w
 	}
 }
 
-static inline void model_check_image(const struct model *m, const uint8_t *img, const char *where)
+void model_check_image(const struct model *m, const uint8_t *img, const char *where)
 {
 	for (uint64_t b = 0; b < m->blocks; b++)
 		assert_block(img + b * BS, b, m->v[b], where);
 }
 
-/* Both images of the fault origin equal the model. */
-static inline void model_check_origin(const struct model *m, struct fault_origin *fo)
+void model_check_origin(const struct model *m, struct fault_origin *fo)
 {
 	model_check_image(m, fault_origin_volatile(fo), "origin (volatile image)");
 	model_check_image(m, fault_origin_durable(fo), "origin (durable image)");
 }
 
-/* Everything written back, nothing left in the cache, no error. */
-static inline void assert_clean(wc_cache *c)
+void assert_clean(wc_cache *c)
 {
 	struct wc_stats st = stats(c);
 
@@ -212,12 +175,8 @@ static inline void assert_clean(wc_cache *c)
 	ck_assert_uint_eq(st.free_blocks, st.blocks);
 }
 
-/* A random workload of multi-block writes, reads checked against the
- * model, flushes and FUA writes; `poll_every` > 0 drives wc_poll (no_threads
- * mode).  A failed round reports -EIO through wc_poll and is retried later:
- * the host loop tolerates that, never a sticky error. */
-static inline void random_workload(wc_cache *c, struct model *m, uint64_t seed, unsigned ops,
-                            unsigned poll_every)
+void random_workload(wc_cache *c, struct model *m, uint64_t seed, unsigned ops,
+                     unsigned poll_every)
 {
 	uint64_t s = seed;
 
@@ -245,8 +204,7 @@ static inline void random_workload(wc_cache *c, struct model *m, uint64_t seed, 
 	}
 }
 
-/* Wait (bounded, no timing asserted) until cond(c) holds. */
-static inline bool wait_for(wc_cache *c, bool (*cond)(wc_cache *c), unsigned max_ms)
+bool wait_for(wc_cache *c, bool (*cond)(wc_cache *c), unsigned max_ms)
 {
 	for (unsigned waited = 0; waited < max_ms; waited += 5) {
 		if (cond(c))
@@ -256,16 +214,14 @@ static inline bool wait_for(wc_cache *c, bool (*cond)(wc_cache *c), unsigned max
 	return cond(c);
 }
 
-static inline bool all_free(wc_cache *c)
+bool all_free(wc_cache *c)
 {
 	struct wc_stats st = stats(c);
 
 	return st.free_blocks == st.blocks && st.dirty_blocks == 0;
 }
 
-static inline bool in_error(wc_cache *c)
+bool in_error(wc_cache *c)
 {
 	return stats(c).error != 0;
 }
-
-#endif
