@@ -6,7 +6,9 @@
 #
 # A 16 MiB image; init writes version 0 of an 8 MiB working set through
 # the origin alone and formats a 4 MiB cache, so write-back runs during the
-# writes too.  One run to the end, checked; then runs killed with SIGKILL
+# writes too.  The cache keeps up to 90% dirty and writes back 8 blocks at
+# a time (the window pinned there), so that the final write-back lasts long
+# enough to be hit.  One run to the end, checked; then runs killed with SIGKILL
 # at a random moment of their final write-back (librbd writes in flight,
 # the image's exclusive lock held by the dead process), each followed by a
 # recovery, a write-back and two checks against the model: the image read
@@ -22,6 +24,7 @@
 OM=$builddir/tests/remote/origin-model
 kills=2
 ops=600
+CONFIG=high_watermark=90,low_watermark=80,writeback_jobs=8,writeback_window_max_kib=0
 case ${1:-} in
 --long) kills=20; ops=3000 ;;
 --kills) kills=${2:?--kills N} ;;
@@ -39,10 +42,11 @@ model=$D/model
 verify_export() {
 	rm -f "$D/export.img"
 	ceph_rbd export --no-progress "$WC_CEPH_POOL/model-$$" "$D/export.img" &&
-		"$OM" verify "$D/export.img" "$cache" --model "$model"
+		"$OM" verify "$D/export.img" "$cache" --model "$model" --config "$CONFIG"
 }
 
-"$OM" init "$SPEC" "$cache" --model "$model" --blocks 2048 --cache-size 4M >"$D/init.out" 2>&1
+"$OM" init "$SPEC" "$cache" --model "$model" --blocks 2048 --cache-size 4M --config "$CONFIG" \
+	>"$D/init.out" 2>&1
 rc=$?
 [ $rc = 3 ] && skip_all "this libwcache was built without librbd"
 if [ $rc != 0 ]; then
@@ -52,12 +56,14 @@ ok "init: version 0 on the image, a fresh 4 MiB cache over 8 MiB"
 
 seed=$RANDOM
 out=$D/write.out
-if "$OM" write "$SPEC" "$cache" --model "$model" --ops "$ops" --seed "$seed" >"$out" 2>&1; then
+if "$OM" write "$SPEC" "$cache" --model "$model" --ops "$ops" --seed "$seed" --config "$CONFIG" \
+	>"$out" 2>&1; then
 	ok "$ops calls and a write-back, not interrupted (seed $seed): $(head -1 "$out")"
 else
 	not_ok "$ops calls and a write-back (seed $seed)"; sed 's/^/#   /' "$out"; finish
 fi
-check "the image read through librbd matches the model" "$OM" verify "$SPEC" "$cache" --model "$model"
+check "the image read through librbd matches the model" \
+	"$OM" verify "$SPEC" "$cache" --model "$model" --config "$CONFIG"
 check "rbd export matches the model" verify_export
 wb_ms=$(sed -n 's/^writeback done in \([0-9]*\) ms$/\1/p' "$out")
 wb_ms=$(( ${wb_ms:-20} > 20 ? ${wb_ms:-20} : 20 ))
@@ -67,7 +73,8 @@ landed=0
 for k in $(seq "$kills"); do
 	for tries in 1 2 3 4 5; do
 		seed=$RANDOM
-		"$OM" write "$SPEC" "$cache" --model "$model" --ops "$ops" --seed "$seed" >"$out" 2>&1 &
+		"$OM" write "$SPEC" "$cache" --model "$model" --ops "$ops" --seed "$seed" \
+			--config "$CONFIG" >"$out" 2>&1 &
 		pid=$!
 		while kill -0 "$pid" 2>/dev/null && ! grep -q '^writeback start' "$out"; do
 			sleep 0.005
@@ -92,7 +99,7 @@ for k in $(seq "$kills"); do
 	done
 	t0=$SECONDS
 	check "kill $k, ${delay} ms into write-back (seed $seed): recovered, written back, the image matches the model" \
-		"$OM" verify "$SPEC" "$cache" --model "$model"
+		"$OM" verify "$SPEC" "$cache" --model "$model" --config "$CONFIG"
 	note "kill $k: reopening and checking took $((SECONDS - t0)) s (the dead writer's lock goes with its watch)"
 	check "kill $k: rbd export matches the model" verify_export
 done
