@@ -328,10 +328,10 @@ int wc_recover(struct wc_cache *c);
 /* ---- writeback.c ---- */
 int wc_writeback_start(struct wc_cache *c);
 void wc_writeback_stop(struct wc_cache *c);
-/* One round: pick and write; then durable and freed, by the flusher thread
- * or (no_threads) here.  May commit first and may sleep (backoff).  Returns
- * blocks written, 0 if nothing was due (with `all`: the pipeline is empty
- * then), or a negative errno. */
+/* One round: pick and write, settling (flush, free) the round before once
+ * the origin has this one's first writes; no_threads: settle this one too.
+ * May commit first and may sleep (backoff).  Returns blocks written, 0 if
+ * nothing was due (then nothing is left unsettled), or a negative errno. */
 int wc_writeback_round(struct wc_cache *c, bool all);
 void wc_writeback_kick(struct wc_cache *c);
 bool wc_writeback_due(struct wc_cache *c);

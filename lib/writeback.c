@@ -16,15 +16,19 @@
  *   freed    only then its entries invalidated, drained once, blocks freed.
  * A crash between `durable` and `freed` only repeats an idempotent write.
  *
- * Pipelined: with threads, the last two steps belong to a second thread, the
- * *flusher*, so the origin keeps writing round N+1 while round N is being
- * made durable -- serial rounds left the origin idle for every flush and
- * every window tail (measured: random write-back at 0.58-0.67 of the raw
- * libaio loop on ext4).  Two rounds at most: round N+2 reuses N's buffers
- * and waits for N to be freed, which is also the back-pressure.  Rounds the
- * flusher finds waiting share one origin flush.  A block keeps WC_E_WB until
- * its round is freed, so a newer version of it waits for the next pick
- * (versions never pass each other on the way to the origin).
+ * Pipelined, in one thread: a round is left "written" (its writes complete,
+ * not yet durable) when it ends, and made durable and freed by the next
+ * round right after that one submitted its first writes -- so the origin
+ * keeps writing while it flushes, instead of idling for every flush and
+ * every window tail (serial rounds measured 0.58-0.67 of the raw libaio
+ * loop for random write-back on ext4).  A round that finds nothing to write
+ * settles the one before at once, so nothing stays undurable longer than
+ * the next round (without threads, the round settles itself before it
+ * returns: the host's next call may be long in coming).  One thread submits and flushes: an origin may scope a
+ * flush to the writes of the thread that calls it (the NBD backend reports
+ * a write lost with a dropped connection to the next flush of its thread).
+ * A block keeps WC_E_WB until its round is freed, so a newer version of it
+ * waits for a later pick (versions never pass each other to the origin).
  *
  * The window -- blocks in flight -- starts at writeback_jobs and deepens
  * while a deeper queue buys throughput (a remote origin, whose latency is
@@ -45,7 +49,6 @@
 
 #define WB_MAX_FAILURES 6
 #define WC_WRITEBACK_THREAD_NAME "wc-writeback" /* <= 15 characters */
-#define WC_FLUSHER_THREAD_NAME "wc-wb-flush"
 
 /*
  * Bytes one round writes back between two origin flushes (at most).  Each
@@ -55,8 +58,8 @@
  * cache): total / raw was 0.23-0.25 sequential and 0.64-0.70 random with a
  * round of one 1 MiB window, 0.89-1.32 and 1.20-1.41 with 16 MiB rounds.
  * Blocks stay allocated until their round is freed, and two rounds may be
- * in the pipeline, so a round never holds more than 1 / WB_ROUND_SHARE of
- * the cache.
+ * held at once, so a round never holds more than 1 / WB_ROUND_SHARE of the
+ * cache.
  */
 #define WB_ROUND_BYTES (16u << 20)
 #define WB_ROUND_SHARE 8 /* round <= cache blocks / WB_ROUND_SHARE */
@@ -75,8 +78,6 @@ struct wb_run {
 	uint64_t start_ns;       /* submitted at; latency_ns once done */
 };
 
-enum wb_slot { WB_SLOT_FREE, WB_SLOT_FILLING, WB_SLOT_QUEUED, WB_SLOT_FLUSHING };
-
 struct wb_round {
 	struct wc_cache *c;
 	uint32_t *cand;          /* the round's blocks, sorted per window */
@@ -84,26 +85,18 @@ struct wb_round {
 	struct wb_run *runs;
 	unsigned n, nruns;
 	atomic_uint pending;     /* runs submitted, not completed */
-	enum wb_slot slot;       /* under pipe_lock */
-	uint64_t number;         /* order of hand-off, under pipe_lock */
 };
 
 struct wb_state {
 	struct wb_round round[2];
-	unsigned next;           /* the slot the next round fills */
+	unsigned next;           /* the round[] the next round fills */
+	struct wb_round *written; /* written, not yet durable: the next settles it */
 	unsigned cap;            /* blocks per round */
 	bool active;             /* between high and low watermark */
 	uint64_t scan;           /* the cache block the next pick looks at first */
 	struct wc_wb_window win; /* under wb_lock; read racily by stats */
 	uint64_t last_mean_ns;   /* mean request latency, the last round's */
-	/* The pipeline: slots, counts and the flusher's state. */
-	pthread_mutex_t pipe_lock;
-	pthread_cond_t pipe_cond;
-	uint64_t handed;         /* rounds handed to the flusher so far */
-	unsigned queued;         /* handed, not yet freed */
-	unsigned failed;         /* blocks requeued since wc_writeback_round(all) last looked */
-	pthread_t flusher;
-	bool flusher_running, flusher_stop;
+	unsigned settle_failed;  /* blocks the last settle requeued */
 };
 
 static uint64_t now_ns(void)
@@ -208,6 +201,8 @@ static void note_latency(struct wb_state *w, struct wb_round *round)
 		__atomic_store_n(&w->last_mean_ns, sum / samples, __ATOMIC_RELAXED);
 }
 
+static void settle(struct wc_cache *c, struct wb_state *w);
+
 /*
  * Pick and write up to `want` blocks into `round`, keeping the window full,
  * until every write completed.  Returns the blocks written (all of the round's
@@ -239,6 +234,9 @@ static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
 				submit_runs(c, round, n, got);
 				n += got;
 				round->n = n;
+				/* The origin has work: now flush the round before. */
+				if (w->written)
+					settle(c, w);
 				continue;
 			}
 			more = false; /* nothing else eligible now */
@@ -360,9 +358,8 @@ static unsigned finish(struct wc_cache *c, struct wb_round *round, bool durable,
 
 /*
  * Durable, then freed: one origin flush for the rounds given (all of their
- * writes completed), then each round's blocks freed or requeued.  Runs in
- * one thread at a time (the flusher, or the round's own thread without
- * threads).  Returns the blocks that failed and counts the failure.
+ * writes completed), then each round's blocks freed or requeued (wb_lock
+ * held).  Returns the blocks that failed and counts the failure.
  */
 static unsigned make_durable_and_free(struct wc_cache *c, struct wb_round **rounds, unsigned nr)
 {
@@ -402,98 +399,15 @@ static void backoff(unsigned failures)
 	nanosleep(&ts, NULL); /* 2, 4, ... 256 ms */
 }
 
-/* ---- the flusher: the pipeline's second stage ---- */
-
-static void *flusher_main(void *arg)
+/* Make the written round durable and free it (wb_lock held).  A failure
+ * requeues its blocks and is left in settle_failed for the round to
+ * report. */
+static void settle(struct wc_cache *c, struct wb_state *w)
 {
-	struct wc_cache *c = arg;
-	struct wb_state *w = c->wb_state;
+	struct wb_round *round = w->written;
 
-	pthread_mutex_lock(&w->pipe_lock);
-	for (;;) {
-		struct wb_round *take[2];
-		unsigned nr = 0, failed;
-
-		/* Oldest first: rounds are freed in the order they were
-		 * written, as their versions' order needs. */
-		for (unsigned i = 0; i < 2; i++)
-			if (w->round[i].slot == WB_SLOT_QUEUED)
-				take[nr++] = &w->round[i];
-		if (nr == 2 && take[0]->number > take[1]->number) {
-			struct wb_round *t = take[0];
-
-			take[0] = take[1];
-			take[1] = t;
-		}
-		if (!nr) {
-			if (w->flusher_stop)
-				break;
-			pthread_cond_wait(&w->pipe_cond, &w->pipe_lock);
-			continue;
-		}
-		for (unsigned i = 0; i < nr; i++)
-			take[i]->slot = WB_SLOT_FLUSHING;
-		pthread_mutex_unlock(&w->pipe_lock);
-		failed = make_durable_and_free(c, take, nr);
-		if (failed && !wc_has_error(c))
-			backoff(c->wb_failures);
-		pthread_mutex_lock(&w->pipe_lock);
-		for (unsigned i = 0; i < nr; i++)
-			take[i]->slot = WB_SLOT_FREE;
-		w->queued -= nr;
-		w->failed += failed;
-		pthread_cond_broadcast(&w->pipe_cond);
-	}
-	pthread_mutex_unlock(&w->pipe_lock);
-	return NULL;
-}
-
-/* The slot the next round fills, once the flusher has freed it. */
-static struct wb_round *claim_slot(struct wb_state *w)
-{
-	struct wb_round *round = &w->round[w->next];
-
-	pthread_mutex_lock(&w->pipe_lock);
-	while (round->slot != WB_SLOT_FREE)
-		pthread_cond_wait(&w->pipe_cond, &w->pipe_lock);
-	round->slot = WB_SLOT_FILLING;
-	pthread_mutex_unlock(&w->pipe_lock);
-	return round;
-}
-
-static void hand_off(struct wb_state *w, struct wb_round *round)
-{
-	pthread_mutex_lock(&w->pipe_lock);
-	round->slot = WB_SLOT_QUEUED;
-	round->number = ++w->handed;
-	w->queued++;
-	pthread_cond_broadcast(&w->pipe_cond);
-	pthread_mutex_unlock(&w->pipe_lock);
-	w->next ^= 1;
-}
-
-static void release_slot(struct wb_state *w, struct wb_round *round)
-{
-	pthread_mutex_lock(&w->pipe_lock);
-	round->slot = WB_SLOT_FREE;
-	pthread_cond_broadcast(&w->pipe_cond);
-	pthread_mutex_unlock(&w->pipe_lock);
-}
-
-/* Wait until every round handed off is freed.  Returns whether there was
- * any, and the blocks that failed since the last call (then requeued). */
-static bool wait_pipeline(struct wb_state *w, unsigned *failed)
-{
-	bool waited;
-
-	pthread_mutex_lock(&w->pipe_lock);
-	waited = w->queued > 0;
-	while (w->queued)
-		pthread_cond_wait(&w->pipe_cond, &w->pipe_lock);
-	*failed = w->failed;
-	w->failed = 0;
-	pthread_mutex_unlock(&w->pipe_lock);
-	return waited;
+	w->written = NULL;
+	w->settle_failed += make_durable_and_free(c, &round, 1);
 }
 
 static int state_init(struct wc_cache *c)
@@ -511,8 +425,6 @@ static int state_init(struct wc_cache *c)
 	w->cap = (unsigned)cap;
 	max = (uint64_t)c->cfg.writeback_window_max_kib * 1024 / c->layout.block_size;
 	wc_wb_window_init(&w->win, c->cfg.writeback_jobs, max > cap ? (unsigned)cap : (unsigned)max);
-	pthread_mutex_init(&w->pipe_lock, NULL);
-	pthread_cond_init(&w->pipe_cond, NULL);
 	for (unsigned i = 0; i < 2; i++) {
 		struct wb_round *round = &w->round[i];
 
@@ -538,8 +450,6 @@ static void state_fini(struct wc_cache *c)
 		free(w->round[i].iov);
 		free(w->round[i].runs);
 	}
-	pthread_mutex_destroy(&w->pipe_lock);
-	pthread_cond_destroy(&w->pipe_cond);
 	free(w);
 	c->wb_state = NULL;
 }
@@ -589,6 +499,7 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 	struct wb_round *round;
 	enum wc_wb_pick_mode mode;
 	unsigned want, failed;
+	bool settled;
 	int err, n;
 
 	err = wc_has_error(c);
@@ -610,7 +521,9 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 		}
 	}
 again:
-	round = claim_slot(w);
+	/* The other buffer than the written round's. */
+	round = &w->round[w->next];
+	w->next ^= 1;
 	n = fill(c, w, round, mode, want);
 	if (n < 0) {
 		/* The sticky error is set; the round's blocks stay WC_E_WB,
@@ -618,29 +531,26 @@ again:
 		pthread_mutex_unlock(&c->wb_lock);
 		return n;
 	}
+	settled = w->written != NULL;
 	if (n == 0) {
-		failed = 0;
-		release_slot(w, round);
-		/* Everything: a block may have been skipped because an older
-		 * version of it was still in the pipeline, or come back from
-		 * a failed round.  Wait for the pipeline (under wb_lock: no
-		 * other round is filling) and look again if it held any. */
-		if (mode == WC_PICK_ALL && wait_pipeline(w, &failed) && !failed)
+		/* Nothing to overlap with: settle the round before now. */
+		if (settled)
+			settle(c, w);
+		/* A block skipped because an older version of it was in that
+		 * round is eligible now: look again before saying "done". */
+		if (settled && mode == WC_PICK_ALL && !w->settle_failed)
 			goto again;
-		pthread_mutex_unlock(&c->wb_lock);
-		if (failed)
-			return wc_err(-EIO, "%s: write-back of %u blocks failed (attempt %u of %u)",
-			              c->cache_path, failed, c->wb_failures, WB_MAX_FAILURES);
-		return 0;
+	} else {
+		if (settled) /* every pick came back empty after the first? */
+			settle(c, w);
+		w->written = round;
+		/* Without threads the host's calls come apart in time: leave
+		 * nothing written but not durable between them. */
+		if (c->cfg.no_threads)
+			settle(c, w);
 	}
-	if (w->flusher_running) {
-		hand_off(w, round);
-		pthread_mutex_unlock(&c->wb_lock);
-		return n;
-	}
-	/* No threads: the host's thread takes every step itself. */
-	failed = make_durable_and_free(c, &round, 1);
-	release_slot(w, round);
+	failed = w->settle_failed;
+	w->settle_failed = 0;
 	pthread_mutex_unlock(&c->wb_lock);
 	if (failed) {
 		if (!wc_has_error(c))
@@ -649,6 +559,17 @@ again:
 		              c->cache_path, failed, c->wb_failures, WB_MAX_FAILURES);
 	}
 	return n;
+}
+
+/* Settle what the last round left written (wb_lock not held): for close. */
+static void settle_last(struct wc_cache *c)
+{
+	struct wb_state *w = c->wb_state;
+
+	pthread_mutex_lock(&c->wb_lock);
+	if (w->written && !wc_has_error(c))
+		settle(c, w);
+	pthread_mutex_unlock(&c->wb_lock);
 }
 
 /* ---- the background thread ---- */
@@ -689,7 +610,6 @@ static void *bg_main(void *arg)
 
 int wc_writeback_start(struct wc_cache *c)
 {
-	struct wb_state *w;
 	int ret;
 
 	pthread_mutex_init(&c->wb_lock, NULL);
@@ -701,12 +621,6 @@ int wc_writeback_start(struct wc_cache *c)
 		return ret;
 	if (c->cfg.no_threads)
 		return 0;
-	w = c->wb_state;
-	ret = pthread_create(&w->flusher, NULL, flusher_main, c);
-	if (ret)
-		return wc_err(-ret, "%s: cannot start the write-back flusher thread", c->cache_path);
-	pthread_setname_np(w->flusher, WC_FLUSHER_THREAD_NAME);
-	w->flusher_running = true;
 	ret = pthread_create(&c->bg_thread, NULL, bg_main, c);
 	if (ret)
 		return wc_err(-ret, "%s: cannot start the write-back thread", c->cache_path);
@@ -728,15 +642,10 @@ void wc_writeback_stop(struct wc_cache *c)
 		pthread_join(c->bg_thread, NULL);
 		c->bg_running = false;
 	}
-	if (w && w->flusher_running) {
-		/* The flusher frees what it was handed before it stops. */
-		pthread_mutex_lock(&w->pipe_lock);
-		w->flusher_stop = true;
-		pthread_cond_broadcast(&w->pipe_cond);
-		pthread_mutex_unlock(&w->pipe_lock);
-		pthread_join(w->flusher, NULL);
-		w->flusher_running = false;
-	}
+	/* The last round's writes completed; make them durable and free them
+	 * (a cache in error state keeps them: its blocks stay dirty). */
+	if (w)
+		settle_last(c);
 	state_fini(c);
 }
 
