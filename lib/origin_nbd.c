@@ -193,21 +193,28 @@ static void req_abandon_rest(struct nbd_req *r, unsigned issued, int err)
 }
 
 /* The least loaded connection, reconnecting slots whose attempt is due;
- * NULL and *err (with wc_err's message) when there is none. */
+ * NULL and *err (with wc_err's message) when there is none.  One failed
+ * attempt is enough for one call: the other slots lead to the same server,
+ * and each attempt may wait for a host that does not answer. */
 static struct nbd_link *pick_link(struct nbd_origin *o, int *err)
 {
 	unsigned n = atomic_load(&o->multi_conn) ? o->nconns : 1;
 	struct nbd_link *best = NULL;
+	bool failed = false;
 	char msg[512] = "";
 	int first_err = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		struct nbd_link *l = wc_nbd_link_get(o, i);
+		bool attempted = false;
 		int e;
 
+		if (!l && failed)
+			continue;
 		if (!l) {
-			l = wc_nbd_conn_reconnect(o, i, &e);
+			l = wc_nbd_conn_reconnect(o, i, &e, &attempted);
 			if (!l) {
+				failed |= attempted;
 				if (!first_err) {
 					first_err = e;
 					snprintf(msg, sizeof(msg), "%s", wc_errmsg());
@@ -481,7 +488,9 @@ static int flush_links(struct nbd_origin *o, struct nbd_link **ls)
 		struct nbd_link *l = wc_nbd_link_get(o, i);
 
 		if (!l && i == 0) {
-			l = wc_nbd_conn_reconnect(o, 0, &ret);
+			bool attempted = false;
+
+			l = wc_nbd_conn_reconnect(o, 0, &ret, &attempted);
 			if (!l)
 				return ret;
 		}

@@ -142,8 +142,11 @@ void wc_nbd_link_put(struct nbd_link *l);
 void wc_nbd_link_lost(struct nbd_origin *o, struct nbd_link *l, const char *why);
 /* Reconnect slot `conn` if it is down and its next attempt is due (no other
  * thread attempting it): its link with a reference, or NULL and -errno in
- * *err with a message (wc_err) saying why, the next attempt included. */
-struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int *err);
+ * *err with a message (wc_err) saying why, the next attempt included.
+ * *attempted is set when it tried to connect (and may have waited up to
+ * reconnect_timeout_ns for it). */
+struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int *err,
+                                       bool *attempted);
 /* Install a connected link as slot `conn`'s (at open). */
 void wc_nbd_conn_install(struct nbd_origin *o, unsigned conn, struct nbd_link *l);
 /* Disconnect politely within a short bound, then close (at origin close). */

@@ -287,7 +287,8 @@ void wc_nbd_link_lost(struct nbd_origin *o, struct nbd_link *l, const char *why)
 	}
 }
 
-struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int *err)
+struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int *err,
+                                       bool *attempted)
 {
 	struct nbd_conn *c = &o->conns[conn];
 	struct nbd_link *l = NULL;
@@ -321,6 +322,7 @@ struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int 
 	c->connecting = true;
 	pthread_mutex_unlock(&c->lock);
 
+	*attempted = true;
 	ret = wc_nbd_link_connect(o, conn, o->opts.reconnect_timeout_ns, &l, why, sizeof(why));
 
 	pthread_mutex_lock(&c->lock);
