@@ -96,6 +96,8 @@ static void req_finish(struct nbd_req *r)
 	struct nbd_origin *o = r->o;
 	bool kick;
 
+	if (r->tracked)
+		wc_nbd_writer_done(o, r->writer);
 	pthread_mutex_lock(&o->lock);
 	if (r->io) {
 		r->next = NULL;
@@ -343,6 +345,10 @@ static int issue_rw(struct nbd_origin *o, struct nbd_req *r, char *buf)
 		if (i == r->ncmds || i > 0) {
 			if (i < r->ncmds)
 				req_abandon_rest(r, i, libnbd_errno());
+			if (write) { /* its completion balances the note */
+				r->tracked = true;
+				r->writer = pthread_self();
+			}
 			/* Bytes left to send, and a driver that polls only
 			 * for replies: bring it round to ask for POLLOUT. */
 			if ((nbd_aio_get_direction(l->h) & LIBNBD_AIO_DIRECTION_WRITE) &&
@@ -353,6 +359,8 @@ static int issue_rw(struct nbd_origin *o, struct nbd_req *r, char *buf)
 		}
 		ret = libnbd_errno();
 		snprintf(why, sizeof(why), "%s", nbd_get_error());
+		if (write) /* nothing went out */
+			wc_nbd_writer_done(o, pthread_self());
 		if (link_failed(o, l, why) && attempt < o->nconns) {
 			wc_nbd_link_put(l);
 			continue;
@@ -506,11 +514,11 @@ static int onbd_flush(void *ctx)
 	struct nbd_link *ls[NBD_MAX_CONNS];
 	struct nbd_req *r = NULL;
 	char why[NBD_WHY_LEN] = "";
-	uint64_t seq;
+	uint64_t snap;
 	unsigned ncmds = 0, issued = 0;
 	int nl, ret, err = 0;
 
-	ret = wc_nbd_writer_flush_begin(o, &seq);
+	ret = wc_nbd_writer_flush_begin(o, &snap);
 	if (ret)
 		return ret;
 	nl = flush_links(o, ls);
@@ -543,7 +551,7 @@ static int onbd_flush(void *ctx)
 out:
 	for (int i = 0; i < nl; i++)
 		wc_nbd_link_put(ls[i]);
-	wc_nbd_writer_flush_end(o, seq, ret);
+	wc_nbd_writer_flush_end(o, snap, ret);
 	return ret;
 }
 
@@ -578,8 +586,12 @@ static int onbd_discard(void *ctx, uint64_t offset, uint64_t len)
 	r = ret ? NULL : req_new(o, NULL, ncmds);
 	if (!r) {
 		wc_nbd_link_put(l);
+		if (!ret)
+			wc_nbd_writer_done(o, pthread_self());
 		return ret ? ret : wc_err(-ENOMEM, "origin %s: discard: out of memory", o->desc);
 	}
+	r->tracked = true;
+	r->writer = pthread_self();
 	for (i = 0; i < ncmds; i++) {
 		uint64_t off = (uint64_t)i * NBD_MAX_TRIM_BYTES;
 		uint64_t n = len - off < NBD_MAX_TRIM_BYTES ? len - off : NBD_MAX_TRIM_BYTES;

@@ -82,14 +82,16 @@ struct nbd_req {
 	atomic_int refs;               /* commands outstanding + the issuer's */
 	atomic_int err;                /* first error, a positive errno */
 	atomic_int done;               /* own requests: complete */
+	bool tracked;                  /* a write noted in the writer table */
+	pthread_t writer;              /* ... issued by this thread */
 	unsigned ncmds;
 	struct nbd_cmd cmds[];
 };
 
-/* A thread whose writes completed and that has not flushed since. */
+/* A thread that issued writes and has not flushed them all since. */
 struct nbd_writer {
 	pthread_t tid;
-	uint64_t seq;                  /* bumped by each write it issues */
+	uint64_t issued, completed;    /* its write requests (trims included) */
 	uint32_t conns;                /* slots its writes went through */
 	bool poisoned;                 /* one of those slots was lost since */
 };
@@ -163,15 +165,17 @@ bool wc_nbd_is_driver(const struct nbd_origin *o);
 
 /* ---- origin_nbd_writers.c ---- */
 
-/* Before a write-like command through slot `conn`: note the calling
- * thread (0, or -ENOMEM with a message). */
+/* Before a write-like request through slot `conn`: note the calling
+ * thread (0, or -ENOMEM with a message).  Each note is matched by one
+ * wc_nbd_writer_done(), when the request completed or never went out. */
 int wc_nbd_writer_note(struct nbd_origin *o, unsigned conn);
+void wc_nbd_writer_done(struct nbd_origin *o, pthread_t tid);
 /* The writers that went through slot `conn` may have lost data. */
 void wc_nbd_writers_poison(struct nbd_origin *o, unsigned conn);
 /* A flush by the calling thread: -EIO with a message if a loss touched
- * its writes (then it must not be sent), else 0 and *seq to pass to ..._end
- * with the flush's result. */
-int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *seq);
-void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t seq, int ret);
+ * its writes (then it must not be sent), else 0 and *snap to pass to
+ * ..._end with the flush's result. */
+int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *snap);
+void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t snap, int ret);
 
 #endif
