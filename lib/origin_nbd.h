@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * origin_nbd.h -- the NBD backend's state, shared by its files:
- * origin_nbd.c (requests, flush, trim, open/close), origin_nbd_link.c
- * (connections: connecting, losing and regaining them, driving libnbd) and
- * origin_nbd_writers.c (durability across a lost connection).
+ * origin_nbd.c (reads and writes, poll, open/close), origin_nbd_sync.c
+ * (flush and trim), origin_nbd_link.c (connections: connecting, losing and
+ * regaining them, driving libnbd) and origin_nbd_writers.c (durability
+ * across a lost connection).
  *
  * Objects:
  *  - nbd_origin  the origin: up to NBD_MAX_CONNS connection slots, the queue
@@ -162,6 +163,41 @@ void wc_nbd_step(struct nbd_origin *o, uint64_t wait_ns, struct nbd_req *own);
 void wc_nbd_wake(struct nbd_origin *o);
 /* Is this thread the one driving `o` (inside libnbd's notify calls)? */
 bool wc_nbd_is_driver(const struct nbd_origin *o);
+
+/* ---- origin_nbd.c: requests ---- */
+
+enum cmd_kind { CMD_READ, CMD_WRITE, CMD_FLUSH, CMD_TRIM };
+
+/* libnbd's errno of the call that just failed in this thread, negated
+ * (-EIO when it gave none). */
+static inline int wc_nbd_errno(void)
+{
+	int e = nbd_get_errno();
+
+	return e > 0 ? -e : -EIO;
+}
+
+/* A request of `ncmds` commands; io NULL for the backend's own.  Holds
+ * ncmds + 1 references: one per command and the issuer's. */
+struct nbd_req *wc_nbd_req_new(struct nbd_origin *o, struct wc_origin_io *io, unsigned ncmds);
+void wc_nbd_req_put(struct nbd_req *r);
+/* Commands [issued, ncmds) never went out: drop their references, record
+ * `err` (a negative errno) as the request's. */
+void wc_nbd_req_abandon_rest(struct nbd_req *r, unsigned issued, int err);
+/* Issue command c (c->req and c->link set) on its link; -1 as libnbd
+ * returns it (nbd_get_error says why, in this thread). */
+int64_t wc_nbd_cmd_issue(struct nbd_cmd *c, enum cmd_kind kind, void *buf, uint64_t len,
+                         uint64_t off);
+/* The least loaded connection (reconnecting a slot if due), with a
+ * reference; NULL and *err with a message when there is none. */
+struct nbd_link *wc_nbd_pick_link(struct nbd_origin *o, int *err);
+/* After a failed issue: drop the link if libnbd says it is dead. */
+bool wc_nbd_link_failed(struct nbd_origin *o, struct nbd_link *l, const char *why);
+
+/* ---- origin_nbd_sync.c: the ops flush and discard ---- */
+
+int wc_nbd_flush(void *ctx);
+int wc_nbd_discard(void *ctx, uint64_t offset, uint64_t len);
 
 /* ---- origin_nbd_writers.c ---- */
 
