@@ -14,6 +14,7 @@
  * request; poll() runs done(), never submit() (the cache may hold locks
  * around submit() that its callbacks take).
  *
+ * Flush and trim, which the backend waits for itself: origin_nbd_sync.c.
  * Durability across a lost connection: origin_nbd_writers.c.
  */
 #include "config.h"
@@ -43,31 +44,17 @@
 /* Without a server constraint: the NBD spec warns that a server may drop a
  * client sending more than 32 MiB at once, and libnbd refuses 64 MiB. */
 #define NBD_MAX_CMD_BYTES (32u << 20)
-/* A trim's length is a 32-bit field on the wire. */
-#define NBD_MAX_TRIM_BYTES (1u << 30)
 /* Without a server constraint, NBD clients assume 512 (nbd_get_block_size). */
 #define NBD_DEFAULT_ALIGN 512u
-/* Waiting for a flush or trim of our own: the longest step; one that
- * completes wakes the wait at once. */
-#define NBD_OWN_WAIT_SLICE_NS 10000000ull /* 10 ms */
-
-enum cmd_kind { CMD_READ, CMD_WRITE, CMD_FLUSH, CMD_TRIM };
 
 static const char *op_name(enum wc_origin_op op)
 {
 	return op == WC_ORIGIN_WRITE ? "write" : "read";
 }
 
-static int libnbd_errno(void)
-{
-	int e = nbd_get_errno();
-
-	return e > 0 ? -e : -EIO;
-}
-
 /* -------------------------------------------------------------- requests */
 
-static struct nbd_req *req_new(struct nbd_origin *o, struct wc_origin_io *io, unsigned ncmds)
+struct nbd_req *wc_nbd_req_new(struct nbd_origin *o, struct wc_origin_io *io, unsigned ncmds)
 {
 	struct nbd_req *r = calloc(1, sizeof(*r) + ncmds * sizeof(r->cmds[0]));
 
@@ -96,6 +83,8 @@ static void req_finish(struct nbd_req *r)
 	struct nbd_origin *o = r->o;
 	bool kick;
 
+	if (r->tracked)
+		wc_nbd_writer_done(o, r->writer);
 	pthread_mutex_lock(&o->lock);
 	if (r->io) {
 		r->next = NULL;
@@ -116,7 +105,7 @@ static void req_finish(struct nbd_req *r)
 		wc_nbd_wake(o);
 }
 
-static void req_put(struct nbd_req *r)
+void wc_nbd_req_put(struct nbd_req *r)
 {
 	if (atomic_fetch_sub(&r->refs, 1) == 1)
 		req_finish(r);
@@ -148,12 +137,12 @@ static void cmd_retire(void *user_data)
 	atomic_fetch_sub(&l->inflight, 1);
 	if (err)
 		req_set_error(c->req, err);
-	req_put(c->req);
+	wc_nbd_req_put(c->req);
 }
 
 /* Issue command `c` on its link; -1 as libnbd returns it (nbd_get_error
  * then says why, in this thread). */
-static int64_t cmd_issue(struct nbd_cmd *c, enum cmd_kind kind, void *buf, uint64_t len,
+int64_t wc_nbd_cmd_issue(struct nbd_cmd *c, enum cmd_kind kind, void *buf, uint64_t len,
                          uint64_t off)
 {
 	nbd_completion_callback cb = { .callback = cmd_complete, .user_data = c, .free = cmd_retire };
@@ -186,28 +175,35 @@ static int64_t cmd_issue(struct nbd_cmd *c, enum cmd_kind kind, void *buf, uint6
 
 /* After cmds [0, issued) of r went out and the next one failed: the rest
  * will never be retired by libnbd. */
-static void req_abandon_rest(struct nbd_req *r, unsigned issued, int err)
+void wc_nbd_req_abandon_rest(struct nbd_req *r, unsigned issued, int err)
 {
 	req_set_error(r, -err);
 	atomic_fetch_sub(&r->refs, (int)(r->ncmds - issued));
 }
 
 /* The least loaded connection, reconnecting slots whose attempt is due;
- * NULL and *err (with wc_err's message) when there is none. */
-static struct nbd_link *pick_link(struct nbd_origin *o, int *err)
+ * NULL and *err (with wc_err's message) when there is none.  One failed
+ * attempt is enough for one call: the other slots lead to the same server,
+ * and each attempt may wait for a host that does not answer. */
+struct nbd_link *wc_nbd_pick_link(struct nbd_origin *o, int *err)
 {
 	unsigned n = atomic_load(&o->multi_conn) ? o->nconns : 1;
 	struct nbd_link *best = NULL;
+	bool failed = false;
 	char msg[512] = "";
 	int first_err = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		struct nbd_link *l = wc_nbd_link_get(o, i);
+		bool attempted = false;
 		int e;
 
+		if (!l && failed)
+			continue;
 		if (!l) {
-			l = wc_nbd_conn_reconnect(o, i, &e);
+			l = wc_nbd_conn_reconnect(o, i, &e, &attempted);
 			if (!l) {
+				failed |= attempted;
 				if (!first_err) {
 					first_err = e;
 					snprintf(msg, sizeof(msg), "%s", wc_errmsg());
@@ -229,7 +225,7 @@ static struct nbd_link *pick_link(struct nbd_origin *o, int *err)
 
 /* A link failed to take a command: if libnbd says it is dead, drop it and
  * say so (the caller may try another). */
-static bool link_failed(struct nbd_origin *o, struct nbd_link *l, const char *why)
+bool wc_nbd_link_failed(struct nbd_origin *o, struct nbd_link *l, const char *why)
 {
 	if (!nbd_aio_is_dead(l->h) && !nbd_aio_is_closed(l->h))
 		return false;
@@ -311,7 +307,7 @@ static int issue_rw(struct nbd_origin *o, struct nbd_req *r, char *buf)
 		unsigned i;
 		int ret;
 
-		l = pick_link(o, &ret);
+		l = wc_nbd_pick_link(o, &ret);
 		if (!l)
 			return wc_err(ret, "%s (%s of %llu bytes at offset %llu not sent)", wc_errmsg(),
 			              op_name(io->op), (unsigned long long)r->len,
@@ -329,13 +325,17 @@ static int issue_rw(struct nbd_origin *o, struct nbd_req *r, char *buf)
 
 			r->cmds[i].req = r;
 			r->cmds[i].link = l;
-			if (cmd_issue(&r->cmds[i], write ? CMD_WRITE : CMD_READ, buf + off, n,
+			if (wc_nbd_cmd_issue(&r->cmds[i], write ? CMD_WRITE : CMD_READ, buf + off, n,
 			              io->offset + off) == -1)
 				break;
 		}
 		if (i == r->ncmds || i > 0) {
 			if (i < r->ncmds)
-				req_abandon_rest(r, i, libnbd_errno());
+				wc_nbd_req_abandon_rest(r, i, wc_nbd_errno());
+			if (write) { /* its completion balances the note */
+				r->tracked = true;
+				r->writer = pthread_self();
+			}
 			/* Bytes left to send, and a driver that polls only
 			 * for replies: bring it round to ask for POLLOUT. */
 			if ((nbd_aio_get_direction(l->h) & LIBNBD_AIO_DIRECTION_WRITE) &&
@@ -344,9 +344,11 @@ static int issue_rw(struct nbd_origin *o, struct nbd_req *r, char *buf)
 			wc_nbd_link_put(l);
 			return 0;
 		}
-		ret = libnbd_errno();
+		ret = wc_nbd_errno();
 		snprintf(why, sizeof(why), "%s", nbd_get_error());
-		if (link_failed(o, l, why) && attempt < o->nconns) {
+		if (write) /* nothing went out */
+			wc_nbd_writer_done(o, pthread_self());
+		if (wc_nbd_link_failed(o, l, why) && attempt < o->nconns) {
 			wc_nbd_link_put(l);
 			continue;
 		}
@@ -369,7 +371,7 @@ static int onbd_submit(void *ctx, struct wc_origin_io *io)
 	ret = check_request(o, io, &len);
 	if (ret)
 		return ret;
-	r = req_new(o, io, (unsigned)((len + o->max_cmd - 1) / o->max_cmd));
+	r = wc_nbd_req_new(o, io, (unsigned)((len + o->max_cmd - 1) / o->max_cmd));
 	if (!r)
 		return wc_err(-ENOMEM, "origin %s: %s at offset %llu: out of memory", o->desc,
 		              op_name(io->op), (unsigned long long)io->offset);
@@ -390,7 +392,7 @@ static int onbd_submit(void *ctx, struct wc_origin_io *io)
 			return ret;
 		}
 	}
-	req_put(r); /* the issuer's reference: the request may complete here */
+	wc_nbd_req_put(r); /* the issuer's reference: the request may complete here */
 	return 0;
 }
 
@@ -447,149 +449,6 @@ static int onbd_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
 		total += deliver(o);
 	}
 	return total > INT_MAX ? INT_MAX : (int)total;
-}
-
-/* ------------------------------------------------------- flush and trim */
-
-/* Wait for one of our own requests; 0 or a positive errno. */
-static int own_wait(struct nbd_origin *o, struct nbd_req *r)
-{
-	int err;
-
-	req_put(r); /* the issuer's reference */
-	while (!atomic_load(&r->done))
-		wc_nbd_step(o, NBD_OWN_WAIT_SLICE_NS, r);
-	err = atomic_load(&r->err);
-	free(r);
-	return err;
-}
-
-/* The connections a flush must go to: with multi-conn one is enough --
- * the server then makes every write completed on any connection durable
- * before it answers a flush on one (the NBD spec's multi-conn); without
- * it, each connection may cache its own writes, so every one.  Returns
- * how many links (with references) are in ls, or -errno. */
-static int flush_links(struct nbd_origin *o, struct nbd_link **ls)
-{
-	int n = 0, ret;
-
-	if (atomic_load(&o->multi_conn)) {
-		ls[0] = pick_link(o, &ret);
-		return ls[0] ? 1 : ret;
-	}
-	for (unsigned i = 0; i < o->nconns; i++) {
-		struct nbd_link *l = wc_nbd_link_get(o, i);
-
-		if (!l && i == 0) {
-			l = wc_nbd_conn_reconnect(o, 0, &ret);
-			if (!l)
-				return ret;
-		}
-		if (l)
-			ls[n++] = l;
-	}
-	return n;
-}
-
-static int onbd_flush(void *ctx)
-{
-	struct nbd_origin *o = ctx;
-	struct nbd_link *ls[NBD_MAX_CONNS];
-	struct nbd_req *r = NULL;
-	char why[NBD_WHY_LEN] = "";
-	uint64_t seq;
-	unsigned ncmds = 0, issued = 0;
-	int nl, ret, err = 0;
-
-	ret = wc_nbd_writer_flush_begin(o, &seq);
-	if (ret)
-		return ret;
-	nl = flush_links(o, ls);
-	if (nl < 0) {
-		ret = wc_err(nl, "%s (flush not sent)", wc_errmsg());
-		goto out;
-	}
-	for (int i = 0; i < nl; i++)
-		ncmds += ls[i]->can_flush;
-	r = req_new(o, NULL, ncmds);
-	if (!r) {
-		ret = wc_err(-ENOMEM, "origin %s: flush: out of memory", o->desc);
-		goto out;
-	}
-	for (int i = 0; i < nl && issued < ncmds; i++) {
-		if (!ls[i]->can_flush)
-			continue; /* a server without flush writes through */
-		r->cmds[issued] = (struct nbd_cmd){ .req = r, .link = ls[i] };
-		if (cmd_issue(&r->cmds[issued], CMD_FLUSH, NULL, 0, 0) == -1) {
-			err = -libnbd_errno();
-			snprintf(why, sizeof(why), "%s", nbd_get_error());
-			link_failed(o, ls[i], why);
-			req_abandon_rest(r, issued, -err);
-			break;
-		}
-		issued++;
-	}
-	err = own_wait(o, r);
-	ret = err ? wc_err_sys(-err, "origin %s: flush%s%s", o->desc, why[0] ? ": " : "", why) : 0;
-out:
-	for (int i = 0; i < nl; i++)
-		wc_nbd_link_put(ls[i]);
-	wc_nbd_writer_flush_end(o, seq, ret);
-	return ret;
-}
-
-static int onbd_discard(void *ctx, uint64_t offset, uint64_t len)
-{
-	struct nbd_origin *o = ctx;
-	char why[NBD_WHY_LEN] = "";
-	struct nbd_link *l;
-	struct nbd_req *r;
-	unsigned ncmds, i;
-	int ret, err;
-
-	if (len == 0)
-		return 0;
-	if (offset > o->size || len > o->size - offset)
-		return wc_err(-EINVAL, "origin %s: discard of %llu bytes at offset %llu: beyond the end (%llu bytes)",
-		              o->desc, (unsigned long long)len, (unsigned long long)offset,
-		              (unsigned long long)o->size);
-	if ((offset | len) & (o->align - 1))
-		return wc_err(-EINVAL, "origin %s: discard of %llu bytes at offset %llu: not aligned to %u bytes",
-		              o->desc, (unsigned long long)len, (unsigned long long)offset, o->align);
-	l = pick_link(o, &ret);
-	if (!l)
-		return wc_err(ret, "%s (discard not sent)", wc_errmsg());
-	if (!l->can_trim) {
-		wc_nbd_link_put(l);
-		return wc_err(-EOPNOTSUPP, "origin %s: discard: the server does not support trim", o->desc);
-	}
-	/* A trim changes what a read returns: as durable (or not) as a write. */
-	ret = wc_nbd_writer_note(o, l->conn);
-	ncmds = (unsigned)((len + NBD_MAX_TRIM_BYTES - 1) / NBD_MAX_TRIM_BYTES);
-	r = ret ? NULL : req_new(o, NULL, ncmds);
-	if (!r) {
-		wc_nbd_link_put(l);
-		return ret ? ret : wc_err(-ENOMEM, "origin %s: discard: out of memory", o->desc);
-	}
-	for (i = 0; i < ncmds; i++) {
-		uint64_t off = (uint64_t)i * NBD_MAX_TRIM_BYTES;
-		uint64_t n = len - off < NBD_MAX_TRIM_BYTES ? len - off : NBD_MAX_TRIM_BYTES;
-
-		r->cmds[i] = (struct nbd_cmd){ .req = r, .link = l };
-		if (cmd_issue(&r->cmds[i], CMD_TRIM, NULL, n, offset + off) == -1) {
-			snprintf(why, sizeof(why), "%s", nbd_get_error());
-			req_abandon_rest(r, i, libnbd_errno());
-			link_failed(o, l, why);
-			break;
-		}
-	}
-	wc_nbd_link_put(l);
-	err = own_wait(o, r);
-	if (err)
-		return wc_err_sys(-err, "origin %s: trim of %llu bytes at offset %llu%s%s", o->desc,
-		                  (unsigned long long)len, (unsigned long long)offset,
-		                  why[0] ? ": " : "", why);
-	return 0;
 }
 
 /* ------------------------------------------------------------ other ops */
@@ -657,8 +516,8 @@ static const struct wc_origin_ops nbd_ops = {
 	.size = onbd_size,
 	.submit = onbd_submit,
 	.poll = onbd_poll,
-	.flush = onbd_flush,
-	.discard = onbd_discard,
+	.flush = wc_nbd_flush,
+	.discard = wc_nbd_discard,
 	.close = onbd_close,
 	.alignment = onbd_alignment,
 	.describe = onbd_describe,

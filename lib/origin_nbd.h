@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * origin_nbd.h -- the NBD backend's state, shared by its files:
- * origin_nbd.c (requests, flush, trim, open/close), origin_nbd_link.c
- * (connections: connecting, losing and regaining them, driving libnbd) and
- * origin_nbd_writers.c (durability across a lost connection).
+ * origin_nbd.c (reads and writes, poll, open/close), origin_nbd_sync.c
+ * (flush and trim), origin_nbd_link.c (connections: connecting, losing and
+ * regaining them, driving libnbd) and origin_nbd_writers.c (durability
+ * across a lost connection).
  *
  * Objects:
  *  - nbd_origin  the origin: up to NBD_MAX_CONNS connection slots, the queue
@@ -82,14 +83,16 @@ struct nbd_req {
 	atomic_int refs;               /* commands outstanding + the issuer's */
 	atomic_int err;                /* first error, a positive errno */
 	atomic_int done;               /* own requests: complete */
+	bool tracked;                  /* a write noted in the writer table */
+	pthread_t writer;              /* ... issued by this thread */
 	unsigned ncmds;
 	struct nbd_cmd cmds[];
 };
 
-/* A thread whose writes completed and that has not flushed since. */
+/* A thread that issued writes and has not flushed them all since. */
 struct nbd_writer {
 	pthread_t tid;
-	uint64_t seq;                  /* bumped by each write it issues */
+	uint64_t issued, completed;    /* its write requests (trims included) */
 	uint32_t conns;                /* slots its writes went through */
 	bool poisoned;                 /* one of those slots was lost since */
 };
@@ -142,8 +145,11 @@ void wc_nbd_link_put(struct nbd_link *l);
 void wc_nbd_link_lost(struct nbd_origin *o, struct nbd_link *l, const char *why);
 /* Reconnect slot `conn` if it is down and its next attempt is due (no other
  * thread attempting it): its link with a reference, or NULL and -errno in
- * *err with a message (wc_err) saying why, the next attempt included. */
-struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int *err);
+ * *err with a message (wc_err) saying why, the next attempt included.
+ * *attempted is set when it tried to connect (and may have waited up to
+ * reconnect_timeout_ns for it). */
+struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int *err,
+                                       bool *attempted);
 /* Install a connected link as slot `conn`'s (at open). */
 void wc_nbd_conn_install(struct nbd_origin *o, unsigned conn, struct nbd_link *l);
 /* Disconnect politely within a short bound, then close (at origin close). */
@@ -158,17 +164,54 @@ void wc_nbd_wake(struct nbd_origin *o);
 /* Is this thread the one driving `o` (inside libnbd's notify calls)? */
 bool wc_nbd_is_driver(const struct nbd_origin *o);
 
+/* ---- origin_nbd.c: requests ---- */
+
+enum cmd_kind { CMD_READ, CMD_WRITE, CMD_FLUSH, CMD_TRIM };
+
+/* libnbd's errno of the call that just failed in this thread, negated
+ * (-EIO when it gave none). */
+static inline int wc_nbd_errno(void)
+{
+	int e = nbd_get_errno();
+
+	return e > 0 ? -e : -EIO;
+}
+
+/* A request of `ncmds` commands; io NULL for the backend's own.  Holds
+ * ncmds + 1 references: one per command and the issuer's. */
+struct nbd_req *wc_nbd_req_new(struct nbd_origin *o, struct wc_origin_io *io, unsigned ncmds);
+void wc_nbd_req_put(struct nbd_req *r);
+/* Commands [issued, ncmds) never went out: drop their references, record
+ * `err` (a negative errno) as the request's. */
+void wc_nbd_req_abandon_rest(struct nbd_req *r, unsigned issued, int err);
+/* Issue command c (c->req and c->link set) on its link; -1 as libnbd
+ * returns it (nbd_get_error says why, in this thread). */
+int64_t wc_nbd_cmd_issue(struct nbd_cmd *c, enum cmd_kind kind, void *buf, uint64_t len,
+                         uint64_t off);
+/* The least loaded connection (reconnecting a slot if due), with a
+ * reference; NULL and *err with a message when there is none. */
+struct nbd_link *wc_nbd_pick_link(struct nbd_origin *o, int *err);
+/* After a failed issue: drop the link if libnbd says it is dead. */
+bool wc_nbd_link_failed(struct nbd_origin *o, struct nbd_link *l, const char *why);
+
+/* ---- origin_nbd_sync.c: the ops flush and discard ---- */
+
+int wc_nbd_flush(void *ctx);
+int wc_nbd_discard(void *ctx, uint64_t offset, uint64_t len);
+
 /* ---- origin_nbd_writers.c ---- */
 
-/* Before a write-like command through slot `conn`: note the calling
- * thread (0, or -ENOMEM with a message). */
+/* Before a write-like request through slot `conn`: note the calling
+ * thread (0, or -ENOMEM with a message).  Each note is matched by one
+ * wc_nbd_writer_done(), when the request completed or never went out. */
 int wc_nbd_writer_note(struct nbd_origin *o, unsigned conn);
+void wc_nbd_writer_done(struct nbd_origin *o, pthread_t tid);
 /* The writers that went through slot `conn` may have lost data. */
 void wc_nbd_writers_poison(struct nbd_origin *o, unsigned conn);
 /* A flush by the calling thread: -EIO with a message if a loss touched
- * its writes (then it must not be sent), else 0 and *seq to pass to ..._end
- * with the flush's result. */
-int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *seq);
-void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t seq, int ret);
+ * its writes (then it must not be sent), else 0 and *snap to pass to
+ * ..._end with the flush's result. */
+int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *snap);
+void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t snap, int ret);
 
 #endif

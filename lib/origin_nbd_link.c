@@ -84,13 +84,6 @@ static int notify(struct nbd_handle *h, short revents)
 	return 0;
 }
 
-static int libnbd_errno(void)
-{
-	int e = nbd_get_errno();
-
-	return e > 0 ? -e : -EIO;
-}
-
 /* ------------------------------------------------------------ connecting */
 
 static void link_free(struct nbd_link *l)
@@ -135,7 +128,7 @@ static int handshake(struct nbd_handle *h, uint64_t deadline, unsigned long long
 			return r;
 		}
 		if (r > 0 && notify(h, pfd.revents) == -1) {
-			r = libnbd_errno();
+			r = wc_nbd_errno();
 			snprintf(why, why_len, "%s", nbd_get_error());
 			return r;
 		}
@@ -152,7 +145,7 @@ static int check_export(const struct nbd_origin *o, unsigned conn, struct nbd_ha
 
 	if (size < 0) {
 		snprintf(why, why_len, "%s", nbd_get_error());
-		return libnbd_errno();
+		return wc_nbd_errno();
 	}
 	if (nbd_is_read_only(h) == 1) {
 		snprintf(why, why_len, "the export is read-only, and a write-back cache writes its "
@@ -192,14 +185,14 @@ int wc_nbd_link_connect(struct nbd_origin *o, unsigned conn, uint64_t timeout_ns
 	if (!l->h) {
 		snprintf(why, why_len, "nbd_create: %s", nbd_get_error());
 		free(l);
-		return libnbd_errno();
+		return wc_nbd_errno();
 	}
 	snprintf(name, sizeof(name), "wcache-%u", conn);
 	nbd_set_handle_name(l->h, name);
 	/* The asynchronous connect, so that a host that never answers costs
 	 * timeout_ns, not the kernel's SYN retries (minutes). */
 	if (nbd_aio_connect_uri(l->h, o->uri) == -1) {
-		ret = libnbd_errno();
+		ret = wc_nbd_errno();
 		snprintf(why, why_len, "%s", nbd_get_error());
 		goto fail;
 	}
@@ -287,7 +280,8 @@ void wc_nbd_link_lost(struct nbd_origin *o, struct nbd_link *l, const char *why)
 	}
 }
 
-struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int *err)
+struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int *err,
+                                       bool *attempted)
 {
 	struct nbd_conn *c = &o->conns[conn];
 	struct nbd_link *l = NULL;
@@ -321,6 +315,7 @@ struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int 
 	c->connecting = true;
 	pthread_mutex_unlock(&c->lock);
 
+	*attempted = true;
 	ret = wc_nbd_link_connect(o, conn, o->opts.reconnect_timeout_ns, &l, why, sizeof(why));
 
 	pthread_mutex_lock(&c->lock);

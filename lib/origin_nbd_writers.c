@@ -15,16 +15,21 @@
  * write-around), which is what makes the thread the right key.  A lost
  * connection costs at worst one needless round of rewrites.
  *
- * A flush that fails for any reason tells its thread as much as the -EIO
- * would, so it forgets the thread too.  A flush that succeeds covers what
- * the thread wrote before it began -- even if a connection was lost while
- * it ran: with multi-conn the server answered it after making every
+ * A flush covers the writes that completed before it was sent.  So it
+ * forgets a thread only if every write the thread issued had completed when
+ * the flush began and none was issued since: writes still in flight (a
+ * pipelined caller) stay noted, and a later loss still reaches them.  A
+ * flush that succeeds covers those writes even if a connection was lost
+ * while it ran: with multi-conn the server answered it after making every
  * completed write durable, without it the flush went to every connection.
+ * A flush that fails tells its thread as much as the -EIO would, which
+ * clears the mark of a loss.
  */
 #include "config.h"
 
 #ifdef WC_HAVE_LIBNBD
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "origin_nbd.h"
@@ -64,10 +69,23 @@ int wc_nbd_writer_note(struct nbd_origin *o, unsigned conn)
 		w = &o->writers[o->nwriters++];
 		*w = (struct nbd_writer){ .tid = self };
 	}
-	w->seq++;
+	w->issued++;
 	w->conns |= 1u << conn;
 	pthread_mutex_unlock(&o->wlock);
 	return 0;
+}
+
+/* Runs inside libnbd callbacks too (under the handle's lock): wlock is never
+ * held across a libnbd call. */
+void wc_nbd_writer_done(struct nbd_origin *o, pthread_t tid)
+{
+	struct nbd_writer *w;
+
+	pthread_mutex_lock(&o->wlock);
+	w = writer_find(o, tid);
+	if (w)
+		w->completed++;
+	pthread_mutex_unlock(&o->wlock);
 }
 
 void wc_nbd_writers_poison(struct nbd_origin *o, unsigned conn)
@@ -79,11 +97,14 @@ void wc_nbd_writers_poison(struct nbd_origin *o, unsigned conn)
 	pthread_mutex_unlock(&o->wlock);
 }
 
-int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *seq)
+/* No write count is this large: "something was in flight". */
+#define SNAP_IN_FLIGHT UINT64_MAX
+
+int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *snap)
 {
 	struct nbd_writer *w;
 
-	*seq = 0;
+	*snap = 0;
 	pthread_mutex_lock(&o->wlock);
 	w = writer_find(o, pthread_self());
 	if (w && w->poisoned) {
@@ -94,20 +115,21 @@ int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *seq)
 		              "durably: write them again", o->desc);
 	}
 	if (w)
-		*seq = w->seq;
+		*snap = w->issued == w->completed ? w->issued : SNAP_IN_FLIGHT;
 	pthread_mutex_unlock(&o->wlock);
 	return 0;
 }
 
-void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t seq, int ret)
+void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t snap, int ret)
 {
 	struct nbd_writer *w;
 
 	pthread_mutex_lock(&o->wlock);
 	w = writer_find(o, pthread_self());
-	/* A write issued after the flush began bumped seq: not covered. */
-	if (w && (ret || w->seq == seq))
-		writer_remove(o, w);
+	if (w && w->issued == snap && w->completed == snap)
+		writer_remove(o, w);   /* all of it covered, or all of it reported */
+	else if (w && ret)
+		w->poisoned = false;   /* reported; what was in flight stays noted */
 	pthread_mutex_unlock(&o->wlock);
 }
 

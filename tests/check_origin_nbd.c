@@ -4,7 +4,8 @@
  * round trips through the memory and file plugins (long, scattered and
  * empty requests, flush, trim), many requests in flight, threads that
  * submit and poll at once, multi-conn on and off, bad URIs and requests,
- * and a server that dies, hangs or comes back.  The cache over NBD is in
+ * and a server that dies (a flush then reports what its loss may have
+ * dropped), hangs or comes back.  The cache over NBD is in
  * check_cache_nbd.c.  Without nbdkit the program skips (plan 1..0).
  */
 #include <pthread.h>
@@ -634,6 +635,46 @@ START_TEST(test_server_killed_and_back)
 }
 END_TEST
 
+/* A flush while a write of the same thread is still in flight covers what
+ * completed before it, not that write: lost with its connection later, the
+ * next flush says so. */
+START_TEST(test_flush_with_write_in_flight)
+{
+	struct wc_origin_nbd_opts opts = { .reconnect_min_ms = 50, .reconnect_max_ms = 100 };
+	uint8_t *buf = aligned_buf(8192);
+	char path[TEST_PATH_LEN];
+	struct counted_io req;
+	struct nbdkit k;
+	struct wc_origin o;
+	uint64_t t0;
+
+	make_file(wc_test_path(path, sizeof(path), "inflight-export"), 1 * MiB);
+	nbdkit_start(&k, "inflight", ARGS("--filter=delay", "file", path, "delay-write=300ms"));
+	open_nbd(&o, k.uri, &opts);
+	fill_pattern(buf, 8192, 80);
+	sync_write(&o, buf, 4096, 0);                       /* A: completed */
+	counted_prep(&req, WC_ORIGIN_WRITE, buf + 4096, 4096, 4096);
+	ck_assert_int_eq(wc_origin_submit(&o, &req.io), 0);  /* B: 300 ms on the wire */
+	ck_assert_int_eq(wc_origin_flush(&o), 0);            /* covers A only */
+	ck_assert_int_eq(atomic_load(&req.calls), 0);
+	while (atomic_load(&req.calls) == 0)
+		ck_assert_int_ge(wc_origin_poll(&o, 1, 1000000000ull), 0);
+	ck_assert_int_eq(req.res, 4096);
+	nbdkit_signal(&k, SIGKILL);
+	nbdkit_start(&k, "inflight", ARGS("file", path));
+	t0 = mono_ns();
+	while (wc_origin_rw_sync(&o, WC_ORIGIN_READ, buf, 4096, 0) != 0) {
+		ck_assert_msg(mono_ns() - t0 < 3000000000ull, "not reconnected: %s", wc_errmsg());
+		usleep(20000);
+	}
+	ck_assert_int_eq(wc_origin_flush(&o), -EIO);
+	ck_assert_int_eq(wc_origin_flush(&o), 0);
+	wc_origin_close(&o);
+	nbdkit_stop(&k);
+	free(buf);
+}
+END_TEST
+
 /* A server that stops answering: its requests time out, it comes back. */
 START_TEST(test_server_hung)
 {
@@ -692,6 +733,7 @@ static Suite *origin_nbd_suite(void)
 	tcase_add_test(fail, test_bad_uris);
 	tcase_add_test(fail, test_bad_requests);
 	tcase_add_test(fail, test_server_killed_and_back);
+	tcase_add_test(fail, test_flush_with_write_in_flight);
 	tcase_add_test(fail, test_server_hung);
 	tcase_set_timeout(fail, 120);
 	suite_add_tcase(s, fail);

@@ -50,7 +50,6 @@ scratch() {
 cleanup() {
 	local rc=$? p
 	for p in $SERVERS; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
 	if [ -n "${KEEP:-}" ]; then echo "# kept $D $V"; else rm -rf "$D" "$V"; fi
 	exit $rc
 }
@@ -59,15 +58,18 @@ cleanup() {
 # a background job (so that its pid is ours to signal); returns when it
 # accepts connections (it writes the pid file then).  Sets URI.
 serve() {
-	local name=$1 i
+	local name=$1 i pid
 	shift
 	rm -f "$D/$name.sock" "$D/$name.pid"
 	nbdkit -f --exit-with-parent -U "$D/$name.sock" -P "$D/$name.pid" "$@" \
 		>>"$D/$name.log" 2>&1 &
-	SERVERS="$SERVERS $!"
+	pid=$!
+	# Not a job of ours any more: bash would report its SIGKILL on stderr.
+	disown "$pid"
+	SERVERS="$SERVERS $pid"
 	for i in $(seq 300); do
 		[ -s "$D/$name.pid" ] && break
-		kill -0 $! 2>/dev/null || { sed 's/^/#   /' "$D/$name.log" | tail -5; return 1; }
+		kill -0 "$pid" 2>/dev/null || { sed 's/^/#   /' "$D/$name.log" | tail -5; return 1; }
 		sleep 0.02
 	done
 	[ -s "$D/$name.pid" ] || return 1
