@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testhooks.h -- test-only hooks, NULL in production.  The power-failure
- * simulator (tests/crashsim.c) sets them before creating or opening a cache:
+ * simulator (tests/crashsim/crashsim.c) sets them before creating or opening a cache:
  * the cache installs `observer` into its flush policy right after mapping
  * (so format and recovery are observed too) and reports the mapping.
  */
