@@ -509,8 +509,16 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 	pthread_mutex_lock(&c->wb_lock);
 	want = round_want(c, w, all, &mode);
 	if (!want) {
+		/* Nothing due: the last round's blocks go now, not whenever
+		 * write-back is next due. */
+		if (w->written)
+			settle(c, w);
+		failed = w->settle_failed;
+		w->settle_failed = 0;
 		pthread_mutex_unlock(&c->wb_lock);
-		return 0;
+		return failed ? wc_err(-EIO, "%s: write-back of %u blocks failed (attempt %u of %u)",
+		                       c->cache_path, failed, c->wb_failures, WB_MAX_FAILURES)
+		              : 0;
 	}
 	if (mode == WC_PICK_ALL && wc_uncommitted(c)) {
 		/* Only committed blocks may be written back: commit first. */
