@@ -59,6 +59,35 @@ int wc_origin_check(struct wc_origin *o)
 	return 0;
 }
 
+/* The ops tables that take WC_ORIGIN_FLUSH: a few built-in backends (and
+ * the tests' fault origin), declared when one of their origins opens. */
+#define ASYNC_FLUSH_OPS_MAX 8
+static _Atomic(const struct wc_origin_ops *) async_flush_ops[ASYNC_FLUSH_OPS_MAX];
+
+void wc_origin_declare_async_flush(const struct wc_origin_ops *ops)
+{
+	for (unsigned i = 0; i < ASYNC_FLUSH_OPS_MAX; i++) {
+		const struct wc_origin_ops *seen = NULL;
+
+		if (atomic_compare_exchange_strong(&async_flush_ops[i], &seen, ops) || seen == ops)
+			return;
+	}
+	/* Full: that backend flushes synchronously, correct but slower. */
+}
+
+bool wc_origin_async_flush(const struct wc_origin *o)
+{
+	for (unsigned i = 0; i < ASYNC_FLUSH_OPS_MAX; i++) {
+		const struct wc_origin_ops *ops = atomic_load(&async_flush_ops[i]);
+
+		if (!ops)
+			return false;
+		if (ops == o->ops)
+			return true;
+	}
+	return false;
+}
+
 struct sync_request {
 	struct wc_origin_io io;
 	struct iovec iov;

@@ -39,6 +39,24 @@ static inline int wc_origin_flush(struct wc_origin *o)
 	return o->ops->flush(o->ctx);
 }
 
+/*
+ * An origin flush as a request: submitted like a write, done(io, 0) once
+ * every write that completed before it was submitted is durable, or
+ * done(io, -errno).  iov/iovcnt/offset are unused.  Write-back keeps the
+ * origin writing while a round's flush runs (an fdatasync on a virtio disk
+ * measured ~20 ms, the time 5-10 MB of random writes take).
+ *
+ * Submitted only to a backend whose ops table declared it: not in wcache.h,
+ * because an embedder's ops table has no room to say so, and a backend that
+ * does not know the op might take it for a write.  The library's libaio
+ * (IOCB_CMD_FDSYNC) and RBD (rbd_aio_flush) backends declare it; the NBD
+ * backend does not (its flush reports a dropped connection's lost writes
+ * to the thread that wrote them, so it stays synchronous, in that thread).
+ */
+#define WC_ORIGIN_FLUSH ((enum wc_origin_op)2)
+void wc_origin_declare_async_flush(const struct wc_origin_ops *ops);
+bool wc_origin_async_flush(const struct wc_origin *o);
+
 /* -EOPNOTSUPP when the backend has no discard (or its medium refuses it):
  * discard is advisory, so the cache may ignore that code. */
 static inline int wc_origin_discard(struct wc_origin *o, uint64_t offset, uint64_t len)

@@ -73,7 +73,7 @@ struct rbd_origin {
 
 static const char *op_name(enum wc_origin_op op)
 {
-	return op == WC_ORIGIN_WRITE ? "write" : "read";
+	return op == WC_ORIGIN_WRITE ? "write" : op == WC_ORIGIN_FLUSH ? "flush" : "read";
 }
 
 static uint64_t now_ns(void)
@@ -100,6 +100,8 @@ static void rbd_complete(rbd_completion_t comp, void *arg)
 	 * takes bytes transferred for both. */
 	if (ret < 0)
 		res = ret;
+	else if (io->op == WC_ORIGIN_FLUSH)
+		res = 0;
 	else if (io->op == WC_ORIGIN_WRITE)
 		res = (ssize_t)want;
 	else
@@ -165,11 +167,15 @@ static int check_request(struct rbd_origin *r, const struct wc_origin_io *io, ui
 {
 	uint64_t len = 0;
 
-	if (io->op != WC_ORIGIN_READ && io->op != WC_ORIGIN_WRITE)
+	if (io->op != WC_ORIGIN_READ && io->op != WC_ORIGIN_WRITE && io->op != WC_ORIGIN_FLUSH)
 		return wc_err(-EINVAL, "origin %s: unknown op %d", r->desc, (int)io->op);
 	if (!io->done)
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: no done() callback", r->desc,
 		              op_name(io->op), (unsigned long long)io->offset);
+	if (io->op == WC_ORIGIN_FLUSH) {
+		*lenp = 0;
+		return 0;
+	}
 	if (io->iovcnt <= 0 || io->iovcnt > IOV_MAX || !io->iov)
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: iovcnt %d outside 1..%d",
 		              r->desc, op_name(io->op), (unsigned long long)io->offset, io->iovcnt,
@@ -212,7 +218,9 @@ static int rbd_submit(void *ctx, struct wc_origin_io *io)
 		return wc_err_sys(ret, "origin %s: %s at offset %llu: rbd_aio_create_completion",
 		                  r->desc, op_name(io->op), (unsigned long long)io->offset);
 	atomic_fetch_add_explicit(&r->inflight, 1, memory_order_relaxed);
-	if (io->op == WC_ORIGIN_WRITE)
+	if (io->op == WC_ORIGIN_FLUSH)
+		ret = rbd_aio_flush(r->image, comp);
+	else if (io->op == WC_ORIGIN_WRITE)
 		ret = io->iovcnt == 1
 		      ? rbd_aio_write(r->image, io->offset, io->iov[0].iov_len, io->iov[0].iov_base, comp)
 		      : rbd_aio_writev(r->image, io->iov, io->iovcnt, io->offset, comp);
@@ -516,6 +524,7 @@ int wc_origin_open_rbd(struct wc_origin *out, const char *spec_text)
 		rbd_free(r);
 		return ret;
 	}
+	wc_origin_declare_async_flush(&rbd_ops);
 	out->ops = &rbd_ops;
 	out->ctx = r;
 	return 0;

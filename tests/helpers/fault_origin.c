@@ -18,6 +18,7 @@
 
 #include "error.h"
 #include "fault_origin.h"
+#include "origin.h"
 
 #define SECTOR 512u
 
@@ -38,6 +39,7 @@ struct fault_origin {
 
 	struct fault_origin_faults faults;
 	uint64_t write_number, flush_number; /* since the faults were set */
+	unsigned flushes_queued;        /* flush requests not yet completed */
 	struct fault_origin_counters count;
 
 	struct wc_origin_io *queue_head, *queue_tail;
@@ -120,8 +122,14 @@ static bool keep_random(void *arg)
 
 static int check_request(struct fault_origin *fo, const struct wc_origin_io *io, size_t *len)
 {
-	if (io->op != WC_ORIGIN_READ && io->op != WC_ORIGIN_WRITE)
+	if (io->op != WC_ORIGIN_READ && io->op != WC_ORIGIN_WRITE && io->op != WC_ORIGIN_FLUSH)
 		return wc_err(-EINVAL, "%s: unknown op %d", fo->desc, (int)io->op);
+	if (io->op == WC_ORIGIN_FLUSH) {
+		if (!io->done)
+			return wc_err(-EINVAL, "%s: flush request lacks done()", fo->desc);
+		*len = 0;
+		return 0;
+	}
 	if (!io->done || !io->iov || io->iovcnt <= 0)
 		return wc_err(-EINVAL, "%s: request at offset %llu lacks done(), iov or iovcnt",
 		              fo->desc, (unsigned long long)io->offset);
@@ -139,11 +147,15 @@ static int check_request(struct fault_origin *fo, const struct wc_origin_io *io,
 	return 0;
 }
 
+static int64_t plan_flush(struct fault_origin *fo);
+
 /* The request's result, from the faults in force (lock held). */
 static int64_t plan_result(struct fault_origin *fo, const struct wc_origin_io *io, size_t len)
 {
 	const struct fault_origin_faults *f = &fo->faults;
 
+	if (io->op == WC_ORIGIN_FLUSH)
+		return plan_flush(fo);
 	if (io->op == WC_ORIGIN_WRITE) {
 		uint64_t nth = ++fo->write_number;
 
@@ -183,11 +195,17 @@ static int fo_submit(void *ctx, struct wc_origin_io *io)
 	else
 		fo->queue_head = io;
 	fo->queue_tail = io;
-	if (io->op == WC_ORIGIN_WRITE)
+	if (io->op == WC_ORIGIN_WRITE) {
 		fo->count.writes++;
-	else
+		fo->count.writes_during_flush += fo->flushes_queued > 0;
+	} else if (io->op == WC_ORIGIN_READ) {
 		fo->count.reads++;
-	if (++fo->count.inflight > fo->count.max_inflight)
+	} else {
+		fo->count.flush_requests++;
+		fo->flushes_queued++;
+	}
+	/* inflight counts data requests: what the cache's windows bound. */
+	if (io->op != WC_ORIGIN_FLUSH && ++fo->count.inflight > fo->count.max_inflight)
 		fo->count.max_inflight = fo->count.inflight;
 	pthread_cond_broadcast(&fo->changed);
 	pthread_mutex_unlock(&fo->lock);
@@ -252,7 +270,10 @@ static unsigned examine_queue(struct fault_origin *fo, struct wc_origin_io **don
 		size_t len = iov_total(io);
 		bool write = io->op == WC_ORIGIN_WRITE;
 
-		if (res >= 0) {
+		if (io->op == WC_ORIGIN_FLUSH) {
+			/* Its effect was decided at submit (plan_flush). */
+			fo->flushes_queued--;
+		} else if (res >= 0) {
 			transfer(fo, io, (size_t)res);
 			if (write) {
 				fo->count.bytes_written += (uint64_t)res;
@@ -265,7 +286,8 @@ static unsigned examine_queue(struct fault_origin *fo, struct wc_origin_io **don
 		} else {
 			fo->count.failed_reads++;
 		}
-		fo->count.inflight--;
+		if (io->op != WC_ORIGIN_FLUSH)
+			fo->count.inflight--;
 		io->backend[Q_NEXT] = 0;
 		if (done_tail)
 			done_tail->backend[Q_NEXT] = (uint64_t)(uintptr_t)io;
@@ -338,24 +360,43 @@ static int fo_size(void *ctx, uint64_t *bytes)
 	return 0;
 }
 
-static int fo_flush(void *ctx)
+/*
+ * A flush, synchronous or as a request (lock held): 0 with the writes
+ * completed so far made durable, or -EIO (injected) with nothing made
+ * durable.  A flush request does this when it is submitted, so it covers
+ * exactly the writes completed before it -- none that complete while it
+ * waits to complete -- and a crash before its completion keeps what it
+ * made durable, as a device may.
+ */
+static int64_t plan_flush(struct fault_origin *fo)
 {
-	struct fault_origin *fo = ctx;
 	const struct fault_origin_faults *f = &fo->faults;
 	uint64_t nth;
 
-	pthread_mutex_lock(&fo->lock);
 	fo->count.flushes++;
 	nth = ++fo->flush_number;
 	if (f->fail_flush_nth &&
 	    (nth == f->fail_flush_nth || (f->fail_flush_persistent && nth > f->fail_flush_nth))) {
 		fo->count.failed_flushes++;
-		pthread_mutex_unlock(&fo->lock);
-		return wc_err(-EIO, "%s: flush number %llu failed (injected)", fo->desc,
-		              (unsigned long long)nth);
+		return -EIO;
 	}
 	settle_unflushed(fo, keep_all, NULL);
+	return 0;
+}
+
+static int fo_flush(void *ctx)
+{
+	struct fault_origin *fo = ctx;
+	uint64_t nth;
+	int64_t res;
+
+	pthread_mutex_lock(&fo->lock);
+	res = plan_flush(fo);
+	nth = fo->flush_number;
 	pthread_mutex_unlock(&fo->lock);
+	if (res < 0)
+		return wc_err((int)res, "%s: flush number %llu failed (injected)", fo->desc,
+		              (unsigned long long)nth);
 	return 0;
 }
 
@@ -384,7 +425,7 @@ static void fo_close(void *ctx)
 
 	pthread_mutex_lock(&fo->lock);
 	fo->count.closes++;
-	fo->count.inflight_at_close += fo->count.inflight;
+	fo->count.inflight_at_close += fo->count.inflight + fo->flushes_queued;
 	pthread_mutex_unlock(&fo->lock);
 }
 
@@ -456,9 +497,28 @@ void fault_origin_destroy(struct fault_origin *fo)
 	free(fo);
 }
 
+/* The same ops under another address, not declared to take flush requests:
+ * the cache then calls flush() (as it does for the NBD backend). */
+static const struct wc_origin_ops fault_origin_sync_flush_ops = {
+	.size = fo_size,
+	.submit = fo_submit,
+	.poll = fo_poll,
+	.flush = fo_flush,
+	.discard = fo_discard,
+	.close = fo_close,
+	.alignment = fo_alignment,
+	.describe = fo_describe,
+};
+
 struct wc_origin fault_origin_origin(struct fault_origin *fo)
 {
+	wc_origin_declare_async_flush(&fault_origin_ops);
 	return (struct wc_origin){ .ops = &fault_origin_ops, .ctx = fo };
+}
+
+struct wc_origin fault_origin_origin_sync_flush(struct fault_origin *fo)
+{
+	return (struct wc_origin){ .ops = &fault_origin_sync_flush_ops, .ctx = fo };
 }
 
 void fault_origin_set_faults(struct fault_origin *fo, const struct fault_origin_faults *f)
@@ -531,6 +591,7 @@ static unsigned crash(struct fault_origin *fo, bool (*keep)(void *arg), void *ar
 		dropped++;
 	fo->queue_head = fo->queue_tail = NULL;
 	fo->count.inflight = 0;
+	fo->flushes_queued = 0;
 	settle_unflushed(fo, keep, arg);
 	pthread_mutex_unlock(&fo->lock);
 	return dropped;

@@ -55,10 +55,15 @@ struct fault_origin_counters {
 	uint64_t writes, reads;                 /* requests accepted by submit() */
 	uint64_t bytes_written, bytes_read;     /* bytes moved by completions */
 	uint64_t flushes, discards;             /* calls, successful or not */
+	uint64_t flush_requests;                /* of flushes: WC_ORIGIN_FLUSH requests */
+	uint64_t writes_during_flush;           /* writes submitted while a flush
+	                                           request was in flight */
 	uint64_t failed_writes, failed_reads, failed_flushes, short_writes;
-	uint64_t inflight, max_inflight;        /* submitted, done() not yet run */
-	uint64_t closes, inflight_at_close;     /* close() calls; requests still
-	                                           in flight at those calls */
+	uint64_t inflight, max_inflight;        /* reads and writes submitted, done()
+	                                           not yet run */
+	uint64_t closes, inflight_at_close;     /* close() calls; requests (flush
+	                                           requests too) still in flight
+	                                           at those calls */
 };
 
 /* A zero-filled origin of `size` bytes whose requests must be aligned to
@@ -66,8 +71,12 @@ struct fault_origin_counters {
 int fault_origin_create(struct fault_origin **out, uint64_t size, uint32_t alignment);
 void fault_origin_destroy(struct fault_origin *fo);
 
-/* The ops table + context for the cache (see Lifetime above). */
+/* The ops table + context for the cache (see Lifetime above).  The cache
+ * flushes it with flush requests (WC_ORIGIN_FLUSH, lib/origin.h), as it does
+ * the libaio and RBD backends; the _sync_flush variant only takes flush(),
+ * as the NBD backend and an embedder's origin do. */
 struct wc_origin fault_origin_origin(struct fault_origin *fo);
+struct wc_origin fault_origin_origin_sync_flush(struct fault_origin *fo);
 
 /* Replace the faults (NULL = none) and restart write/flush numbering. */
 void fault_origin_set_faults(struct fault_origin *fo, const struct fault_origin_faults *f);
