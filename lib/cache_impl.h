@@ -194,7 +194,12 @@ struct wc_cache {
 	/* Written under wb_lock, read by wc_get_stats without it (a round
 	 * may hold the lock for 16 MiB of I/O). */
 	atomic_uint_fast64_t wb_ios, wb_bytes, wb_errors;
-	unsigned wb_failures;                 /* consecutive failed rounds */
+	/* Under wb_lock.  A failure streak: rounds that failed in a row (the
+	 * backoff), those of them that failed for more than a lost
+	 * connection (the sticky error), since when, and the last errno. */
+	unsigned wb_failed_rounds, wb_failures;
+	uint64_t wb_failing_since_ns;
+	int wb_last_errno;
 	void *wb_state;                       /* writeback.c's buffers */
 
 	/* read-ahead of sequential misses (readahead.c) */

@@ -22,6 +22,8 @@ struct wc_test_hooks {
 	 * another thread can land in the next epoch (commit.c). */
 	void (*commit_quiet)(void *arg);
 	void *commit_quiet_arg;
+	/* wc_writeback's patience with a failing origin, in ms (0: 60 s). */
+	unsigned writeback_give_up_ms;
 };
 
 extern struct wc_test_hooks *wc_test_hooks;

@@ -17,16 +17,20 @@
  * A crash between `durable` and `freed` only repeats an idempotent write.
  *
  * Pipelined, in one thread: a round is left "written" (its writes complete,
- * not yet durable) when it ends, and made durable and freed by the next
- * round right after that one submitted its first writes -- so the origin
- * keeps writing while it flushes, instead of idling for every flush and
- * every window tail (serial rounds measured 0.58-0.67 of the raw libaio
- * loop for random write-back on ext4).  A round that finds nothing to write
- * settles the one before at once, so nothing stays undurable longer than
- * the next round (without threads, the round settles itself before it
- * returns: the host's next call may be long in coming).  One thread submits and flushes: an origin may scope a
- * flush to the writes of the thread that calls it (the NBD backend reports
- * a write lost with a dropped connection to the next flush of its thread).
+ * not yet durable) when it ends.  Where the origin takes a flush request
+ * (lib/origin.h: the libaio and RBD backends), the round's flush goes out at
+ * once and the next round's writes run beside it; the round is freed when
+ * the flush completes, at the latest before the next round ends.  Else the
+ * next round calls flush() right after its first writes are submitted, so
+ * the origin still has work while the call blocks.  Serial rounds measured
+ * 0.58-0.67 of the raw libaio loop for random write-back on ext4; an
+ * fdatasync there takes ~20 ms, the time ~8 MB of random writes take.  A
+ * round that finds nothing to write settles the one before at once, so
+ * nothing stays undurable longer than the next round (without threads, the
+ * round settles itself before it returns: the host's next call may be long
+ * in coming).  One thread submits and flushes: an origin may scope a flush
+ * to the writes of the thread that calls it (the NBD backend reports a
+ * write lost with a dropped connection to the next flush of its thread).
  * A block keeps WC_E_WB until its round is freed, so a newer version of it
  * waits for a later pick (versions never pass each other to the origin).
  *
@@ -36,7 +40,10 @@
  * (wb_window_adjust).
  *
  * A failed write leaves its block dirty (retried with backoff); after
- * WB_MAX_FAILURES failed rounds in a row the cache enters the sticky error.
+ * WB_MAX_FAILURES failed rounds in a row the cache enters the sticky error
+ * -- unless all a round's failures say the origin cannot be reached (a
+ * network origin's server down): those are retried without end, about once
+ * a second, and wc_writeback returns their errno after WB_DRAIN_GIVE_UP_MS.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -45,9 +52,12 @@
 
 #include "error.h"
 #include "readahead.h"
+#include "testhooks.h"
 #include "writeback.h"
 
-#define WB_MAX_FAILURES 6
+/* wc_writeback returns (the blocks stay dirty and are retried) once the
+ * origin has failed this long without a round getting through. */
+#define WB_DRAIN_GIVE_UP_MS 60000
 #define WC_WRITEBACK_THREAD_NAME "wc-writeback" /* <= 15 characters */
 
 /*
@@ -66,46 +76,6 @@
 /* Refill the window once this share of it is free again: picking a few
  * blocks at a time would cut runs short. */
 #define WB_REFILL_DIV 2
-/* Longest wait in one origin poll (see the round). */
-#define WB_POLL_SLICE_NS 1000000ull /* 1 ms */
-struct wb_round;
-
-struct wb_run {
-	struct wc_origin_io io;
-	struct wb_round *round;
-	uint32_t first, n;       /* positions in the round's candidate array */
-	ssize_t res;
-	uint64_t start_ns;       /* submitted at; latency_ns once done */
-};
-
-struct wb_round {
-	struct wc_cache *c;
-	uint32_t *cand;          /* the round's blocks, sorted per window */
-	struct iovec *iov;       /* iov[i] is cand[i]'s data */
-	struct wb_run *runs;
-	unsigned n, nruns;
-	atomic_uint pending;     /* runs submitted, not completed */
-};
-
-struct wb_state {
-	struct wb_round round[2];
-	unsigned next;           /* the round[] the next round fills */
-	struct wb_round *written; /* written, not yet durable: the next settles it */
-	unsigned cap;            /* blocks per round */
-	bool active;             /* between high and low watermark */
-	uint64_t scan;           /* the cache block the next pick looks at first */
-	struct wc_wb_window win; /* under wb_lock; read racily by stats */
-	uint64_t last_mean_ns;   /* mean request latency, the last round's */
-	unsigned settle_failed;  /* blocks the last settle requeued */
-};
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t used_blocks(struct wc_cache *c)
 {
@@ -126,7 +96,7 @@ static void run_done(struct wc_origin_io *io, ssize_t res)
 	struct wb_round *round = r->round;
 
 	r->res = res;
-	r->start_ns = now_ns() - r->start_ns;
+	r->start_ns = wc_wb_now_ns() - r->start_ns;
 	atomic_fetch_sub(&round->c->wb_inflight, r->n);
 	atomic_fetch_sub(&round->pending, 1);
 }
@@ -167,7 +137,7 @@ static unsigned submit_runs(struct wc_cache *c, struct wb_round *round, unsigned
 	 * thread's poll, perhaps). */
 	atomic_fetch_add(&round->pending, nruns - start);
 	atomic_fetch_add(&c->wb_inflight, n);
-	t = now_ns();
+	t = wc_wb_now_ns();
 	for (unsigned k = start; k < nruns; k++) {
 		struct wb_run *r = &round->runs[k];
 		int ret;
@@ -201,8 +171,6 @@ static void note_latency(struct wb_state *w, struct wb_round *round)
 		__atomic_store_n(&w->last_mean_ns, sum / samples, __ATOMIC_RELAXED);
 }
 
-static void settle(struct wc_cache *c, struct wb_state *w);
-
 /*
  * Pick and write up to `want` blocks into `round`, keeping the window full,
  * until every write completed.  Returns the blocks written (all of the round's
@@ -213,13 +181,18 @@ static void settle(struct wc_cache *c, struct wb_state *w);
 static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
                 enum wc_wb_pick_mode mode, unsigned want)
 {
-	uint64_t start = now_ns();
+	uint64_t start = wc_wb_now_ns();
 	unsigned n = 0;
 	int ret;
 
 	round->n = round->nruns = 0;
 	for (bool more = true;;) {
-		unsigned jobs = w->win.blocks;
+		unsigned jobs;
+
+		if (w->written && w->flush.begun &&
+		    atomic_load_explicit(&w->flush.done, memory_order_acquire))
+			wc_wb_settle_end(c, w);
+		jobs = w->win.blocks;
 		uint64_t busy = atomic_load(&c->wb_inflight);
 		unsigned room = busy < jobs ? jobs - (unsigned)busy : 0;
 		unsigned left = want - n;
@@ -234,9 +207,11 @@ static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
 				submit_runs(c, round, n, got);
 				n += got;
 				round->n = n;
-				/* The origin has work: now flush the round before. */
+				/* The origin has work: now flush the round
+				 * before (as a request where the origin takes
+				 * one, so the origin keeps writing). */
 				if (w->written)
-					settle(c, w);
+					wc_wb_settle_begin(c, w);
 				continue;
 			}
 			more = false; /* nothing else eligible now */
@@ -263,151 +238,9 @@ static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
 	}
 	if (n) {
 		note_latency(w, round);
-		wc_wb_window_step(&w->win, n, now_ns() - start);
+		wc_wb_window_step(&w->win, n, wc_wb_now_ns() - start);
 	}
 	return (int)n;
-}
-
-struct dead_set {
-	uint32_t *v;
-	size_t n, cap;
-};
-
-/* Collects what wc_versions_drop dropped, to free after the drain.  Out of
- * memory, a dropped block is leaked (never reused), not corrupted. */
-static void dead_emit(struct wc_cache *c, uint32_t idx, void *arg)
-{
-	struct dead_set *d = arg;
-
-	(void)c;
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 256;
-		uint32_t *nv = realloc(d->v, cap * sizeof(*nv));
-
-		if (!nv)
-			return;
-		d->v = nv;
-		d->cap = cap;
-	}
-	d->v[d->n++] = idx;
-}
-
-/* Its shard lock held (the flags are the shard's). */
-static void requeue_failed(struct wc_cache *c, uint32_t idx)
-{
-	struct wc_entry *e = &c->e[idx];
-
-	wc_entry_set_flags(e, e->flags & ~WC_E_WB);
-	/* Superseded while in flight: no logged block leads a commit to it
-	 * any more (its successor's commit skipped it), so the next commit
-	 * looks at every chain. */
-	if (!(e->flags & WC_E_CURRENT))
-		atomic_store(&c->superseded_elsewhere, true);
-}
-
-/* Free what reached the origin durably, requeue the rest.  Returns the
- * number of blocks that failed. */
-static unsigned finish(struct wc_cache *c, struct wb_round *round, bool durable,
-                       struct dead_set *d)
-{
-	unsigned failed = 0;
-
-	for (unsigned k = 0; k < round->nruns; k++) {
-		struct wb_run *r = &round->runs[k];
-		bool ok = durable && r->res == (ssize_t)r->n * c->layout.block_size;
-
-		if (ok) {
-			atomic_fetch_add_explicit(&c->wb_ios, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&c->wb_bytes, (uint64_t)r->n * c->layout.block_size,
-			                          memory_order_relaxed);
-			/* Before the blocks leave the cache (readahead.c). */
-			wc_ra_forget(c, c->e[round->cand[r->first]].origin, r->n);
-		} else {
-			failed += r->n;
-		}
-		for (unsigned i = r->first; i < r->first + r->n; i++) {
-			uint32_t idx = round->cand[i];
-			struct wc_shard *s = wc_shard_of(c, c->e[idx].origin);
-
-			if (ok) {
-				uint64_t origin = c->e[idx].origin, seq = c->e[idx].seq;
-
-				/* WC_E_WB keeps the block ours until the versions
-				 * are dropped: wc_lock_for_drop takes commit_lock
-				 * before the shard lock, and without the flag a
-				 * writer's supersede and a commit could free it in
-				 * between (a TSan report in the stress test).  Then
-				 * the block and every older version of it go, oldest
-				 * first, and only after the versions a commit
-				 * unlinked are durably invalid (invariant (8) of
-				 * commit.c), or a crash could resurrect an older
-				 * version over the origin's newer data. */
-				wc_lock_for_drop(c, s);
-				wc_entry_set_flags(&c->e[idx], c->e[idx].flags & ~WC_E_WB);
-				wc_versions_drop(c, s, origin, seq, dead_emit, d);
-				wc_unlock_for_drop(c, s);
-			} else {
-				wc_spin_lock(&s->lock);
-				requeue_failed(c, idx);
-				wc_spin_unlock(&s->lock);
-			}
-		}
-	}
-	return failed;
-}
-
-/*
- * Durable, then freed: one origin flush for the rounds given (all of their
- * writes completed), then each round's blocks freed or requeued (wb_lock
- * held).  Returns the blocks that failed and counts the failure.
- */
-static unsigned make_durable_and_free(struct wc_cache *c, struct wb_round **rounds, unsigned nr)
-{
-	struct dead_set d = {0};
-	bool any_ok = false;
-	unsigned failed = 0;
-	int ret = 0;
-
-	for (unsigned i = 0; i < nr; i++)
-		for (unsigned k = 0; k < rounds[i]->nruns; k++)
-			any_ok |= rounds[i]->runs[k].res > 0;
-	/* Durable before free: the one rule write-back lives by. */
-	if (any_ok)
-		ret = wc_origin_flush(&c->origin);
-	for (unsigned i = 0; i < nr; i++)
-		failed += finish(c, rounds[i], ret == 0, &d);
-	if (d.n) {
-		/* Invariant (5) of commit.c: invalidations durable before reuse. */
-		wc_persist_drain(&c->fp);
-		wc_free_batch(c, d.v, d.n);
-	}
-	free(d.v);
-	if (failed) {
-		atomic_fetch_add_explicit(&c->wb_errors, failed, memory_order_relaxed);
-		if (++c->wb_failures >= WB_MAX_FAILURES)
-			wc_set_error(c, -EIO, "origin write-back failed repeatedly");
-	} else {
-		c->wb_failures = 0;
-	}
-	return failed;
-}
-
-static void backoff(unsigned failures)
-{
-	struct timespec ts = { 0, (long)(1000000L << (failures < 8 ? failures : 8)) };
-
-	nanosleep(&ts, NULL); /* 2, 4, ... 256 ms */
-}
-
-/* Make the written round durable and free it (wb_lock held).  A failure
- * requeues its blocks and is left in settle_failed for the round to
- * report. */
-static void settle(struct wc_cache *c, struct wb_state *w)
-{
-	struct wb_round *round = w->written;
-
-	w->written = NULL;
-	w->settle_failed += make_durable_and_free(c, &round, 1);
 }
 
 static int state_init(struct wc_cache *c)
@@ -423,6 +256,7 @@ static int state_init(struct wc_cache *c)
 	if (cap < c->cfg.writeback_jobs)
 		cap = c->cfg.writeback_jobs; /* one full window at least */
 	w->cap = (unsigned)cap;
+	w->sync_flush = !wc_origin_async_flush(&c->origin);
 	max = (uint64_t)c->cfg.writeback_window_max_kib * 1024 / c->layout.block_size;
 	wc_wb_window_init(&w->win, c->cfg.writeback_jobs, max > cap ? (unsigned)cap : (unsigned)max);
 	for (unsigned i = 0; i < 2; i++) {
@@ -467,6 +301,28 @@ unsigned wc_writeback_window(struct wc_cache *c, uint64_t *mean_latency_ns)
 	return __atomic_load_n(&w->win.blocks, __ATOMIC_RELAXED);
 }
 
+/* wc_writeback goes on after a failed round (backed off inside) unless the
+ * cache stopped, or the origin has failed for WB_DRAIN_GIVE_UP_MS. */
+static bool drain_retries(struct wc_cache *c, int err)
+{
+	unsigned give_up_ms = wc_test_hooks && wc_test_hooks->writeback_give_up_ms
+	                      ? wc_test_hooks->writeback_give_up_ms : WB_DRAIN_GIVE_UP_MS;
+	uint64_t since;
+
+	if (wc_has_error(c) || (err != -EIO && !wc_wb_unreachable_errno(err)))
+		return false;
+	pthread_mutex_lock(&c->wb_lock);
+	since = c->wb_failing_since_ns;
+	pthread_mutex_unlock(&c->wb_lock);
+	if (since && wc_wb_now_ns() - since >= (uint64_t)give_up_ms * 1000000ull) {
+		wc_err(err, "%s: write-back gave up after %.1f s of origin failures (last: %s); the blocks "
+		       "stay dirty in the cache and are written back once the origin answers",
+		       c->cache_path, (double)(wc_wb_now_ns() - since) / 1e9, strerror(-err));
+		return false;
+	}
+	return true;
+}
+
 /* What a round of this mode should take, or 0 for "nothing to do". */
 static unsigned round_want(struct wc_cache *c, struct wb_state *w, bool all,
                            enum wc_wb_pick_mode *mode)
@@ -498,7 +354,7 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 	struct wb_state *w = c->wb_state;
 	struct wb_round *round;
 	enum wc_wb_pick_mode mode;
-	unsigned want, failed;
+	unsigned want, failed, failed_rounds;
 	bool settled;
 	int err, n;
 
@@ -512,13 +368,12 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 		/* Nothing due: the last round's blocks go now, not whenever
 		 * write-back is next due. */
 		if (w->written)
-			settle(c, w);
+			wc_wb_settle(c, w);
 		failed = w->settle_failed;
 		w->settle_failed = 0;
+		err = failed ? wc_wb_failed_round_err(c, failed) : 0;
 		pthread_mutex_unlock(&c->wb_lock);
-		return failed ? wc_err(-EIO, "%s: write-back of %u blocks failed (attempt %u of %u)",
-		                       c->cache_path, failed, c->wb_failures, WB_MAX_FAILURES)
-		              : 0;
+		return err;
 	}
 	if (mode == WC_PICK_ALL && wc_uncommitted(c)) {
 		/* Only committed blocks may be written back: commit first. */
@@ -543,28 +398,33 @@ again:
 	if (n == 0) {
 		/* Nothing to overlap with: settle the round before now. */
 		if (settled)
-			settle(c, w);
+			wc_wb_settle(c, w);
 		/* A block skipped because an older version of it was in that
 		 * round is eligible now: look again before saying "done". */
 		if (settled && mode == WC_PICK_ALL && !w->settle_failed)
 			goto again;
 	} else {
 		if (settled) /* every pick came back empty after the first? */
-			settle(c, w);
+			wc_wb_settle(c, w);
 		w->written = round;
+		/* A flush request goes out now, ahead of the next round's
+		 * writes; a flush() call waits for them to be under way. */
+		if (!w->sync_flush)
+			wc_wb_settle_begin(c, w);
 		/* Without threads the host's calls come apart in time: leave
 		 * nothing written but not durable between them. */
 		if (c->cfg.no_threads)
-			settle(c, w);
+			wc_wb_settle(c, w);
 	}
 	failed = w->settle_failed;
 	w->settle_failed = 0;
+	err = failed ? wc_wb_failed_round_err(c, failed) : 0;
+	failed_rounds = c->wb_failed_rounds;
 	pthread_mutex_unlock(&c->wb_lock);
 	if (failed) {
 		if (!wc_has_error(c))
-			backoff(c->wb_failures);
-		return wc_err(-EIO, "%s: write-back of %u blocks failed (attempt %u of %u)",
-		              c->cache_path, failed, c->wb_failures, WB_MAX_FAILURES);
+			wc_wb_backoff(failed_rounds);
+		return err;
 	}
 	return n;
 }
@@ -575,8 +435,18 @@ static void settle_last(struct wc_cache *c)
 	struct wb_state *w = c->wb_state;
 
 	pthread_mutex_lock(&c->wb_lock);
-	if (w->written && !wc_has_error(c))
-		settle(c, w);
+	if (w->written && !wc_has_error(c)) {
+		wc_wb_settle(c, w);
+	} else if (w->written && w->flush.begun) {
+		/* In error: nothing is freed, but the flush's completion must
+		 * not land in freed state. */
+		while (!atomic_load_explicit(&w->flush.done, memory_order_acquire)) {
+			int ret = wc_origin_poll(&c->origin, 1, WB_POLL_SLICE_NS);
+
+			if (ret < 0 && ret != -EINTR && ret != -EAGAIN)
+				break;
+		}
+	}
 	pthread_mutex_unlock(&c->wb_lock);
 }
 
@@ -678,11 +548,9 @@ int wc_writeback(wc_cache *c)
 	r = wc_commit(c, false);
 	if (r)
 		return r;
-	do {
+	do
 		r = wc_writeback_round(c, true);
-		/* A failed round backed off inside; retry until it succeeds
-		 * or the failures turn into the sticky error. */
-	} while (r > 0 || (r == -EIO && !wc_has_error(c)));
+	while (r > 0 || (r < 0 && drain_retries(c, r)));
 	wc_release_freed(c);
 	return r;
 }

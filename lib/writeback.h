@@ -7,8 +7,11 @@
 #ifndef WC_WRITEBACK_H
 #define WC_WRITEBACK_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
+#include <time.h>
 
 #include "cache_impl.h"
 
@@ -48,5 +51,72 @@ struct wc_wb_window {
 void wc_wb_window_init(struct wc_wb_window *win, unsigned min, unsigned max);
 /* A round moved `blocks` in `elapsed_ns`: maybe probe or settle. */
 void wc_wb_window_step(struct wc_wb_window *win, unsigned blocks, uint64_t elapsed_ns);
+
+/* ---- rounds (writeback.c) and their end (writeback_settle.c) ---- */
+
+/* Longest wait in one origin poll. */
+#define WB_POLL_SLICE_NS 1000000ull /* 1 ms */
+
+struct wb_round;
+
+struct wb_run {
+	struct wc_origin_io io;
+	struct wb_round *round;
+	uint32_t first, n;       /* positions in the round's candidate array */
+	ssize_t res;
+	uint64_t start_ns;       /* submitted at; latency_ns once done */
+};
+
+struct wb_round {
+	struct wc_cache *c;
+	uint32_t *cand;          /* the round's blocks, sorted per window */
+	struct iovec *iov;       /* iov[i] is cand[i]'s data */
+	struct wb_run *runs;
+	unsigned n, nruns;
+	atomic_uint pending;     /* runs submitted, not completed */
+};
+
+/* The origin flush that makes the written round durable. */
+struct wb_flush {
+	struct wc_origin_io io;  /* WC_ORIGIN_FLUSH */
+	bool begun;              /* submitted (or run synchronously) */
+	atomic_bool done;        /* res is valid */
+	int res;                 /* 0 or -errno */
+};
+
+struct wb_state {
+	struct wb_round round[2];
+	unsigned next;           /* the round[] the next round fills */
+	struct wb_round *written; /* written, not yet durable: the next settles it */
+	struct wb_flush flush;   /* written's */
+	bool sync_flush;         /* the origin takes no flush requests */
+	unsigned cap;            /* blocks per round */
+	bool active;             /* between high and low watermark */
+	uint64_t scan;           /* the cache block the next pick looks at first */
+	struct wc_wb_window win; /* under wb_lock; read racily by stats */
+	uint64_t last_mean_ns;   /* mean request latency, the last round's */
+	unsigned settle_failed;  /* blocks the last settle requeued */
+};
+
+static inline uint64_t wc_wb_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Start making the written round durable (wb_lock held). */
+void wc_wb_settle_begin(struct wc_cache *c, struct wb_state *w);
+/* Its flush is done: free or requeue its blocks (wb_lock held). */
+void wc_wb_settle_end(struct wc_cache *c, struct wb_state *w);
+/* Both, waiting for the flush (wb_lock held). */
+void wc_wb_settle(struct wc_cache *c, struct wb_state *w);
+/* The error a round returns after its settle requeued `failed` blocks. */
+int wc_wb_failed_round_err(struct wc_cache *c, unsigned failed);
+/* Sleep after the failed_rounds-th failed round in a row. */
+void wc_wb_backoff(unsigned failed_rounds);
+/* An errno that says the origin cannot be reached (retried without end). */
+bool wc_wb_unreachable_errno(int err);
 
 #endif

@@ -709,6 +709,43 @@ START_TEST(test_durable_before_free)
 }
 END_TEST
 
+/* A round's origin flush is a request where the origin takes one: the next
+ * round's writes go out while it runs (every request here takes 2 ms, so a
+ * flush() call would keep the origin idle for it), and what write-back freed
+ * survives an origin power cut.  An origin that only has flush() is flushed
+ * with it, never with a request. */
+START_TEST(test_flush_overlaps_writes)
+{
+	struct fault_origin_faults slow = { .delay_us = 2000 };
+	struct fault_origin *fo = new_origin(2048);
+	struct model *m = model_new(2048);
+	struct fault_origin_counters n;
+	wc_cache *c;
+
+	wbtest_sync_flush = _i == 1;
+	c = create_on(fo, 128, "writeback_jobs=8,writeback_max_io_kib=16,autocommit_ms=5");
+	fault_origin_set_faults(fo, &slow);
+	random_workload(c, m, 0xf1u + (uint64_t)_i, 1500, 0);
+	ck_assert_int_eq(wc_writeback(c), 0);
+	assert_clean(c);
+	fault_origin_crash(fo);
+	model_check_origin(m, fo);
+	n = counters(fo);
+	ck_assert_uint_gt(n.flushes, 1);
+	if (_i == 0) {
+		ck_assert_uint_eq(n.flush_requests, n.flushes);
+		ck_assert_msg(n.writes_during_flush > 0, "no write went out while %llu flushes ran",
+		              (unsigned long long)n.flushes);
+	} else {
+		ck_assert_uint_eq(n.flush_requests, 0);
+	}
+	ck_assert_int_eq(wc_close(c), 0);
+	wbtest_sync_flush = false;
+	model_free(m);
+	fault_origin_destroy(fo);
+}
+END_TEST
+
 struct wb_call {
 	wc_cache *c;
 	int ret;
@@ -787,6 +824,7 @@ static Suite *writeback_suite(void)
 	tcase_add_test(tc, test_merged_io);
 	tcase_add_test(tc, test_runs_capped_at_iov_max);
 	tcase_add_test(tc, test_durable_before_free);
+	tcase_add_loop_test(tc, test_flush_overlaps_writes, 0, 2);
 	tcase_add_test(tc, test_versions_not_reordered);
 	suite_add_tcase(s, tc);
 	return s;

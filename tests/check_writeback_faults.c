@@ -5,6 +5,7 @@
  * failed origin flushes, and the sweep failing the Nth origin write (as
  * OCF's ErrorDevice) until N passes the writes the workload issues.
  */
+#include "testhooks.h"
 #include "testmain.h"
 #include "wbtest.h"
 
@@ -209,9 +210,12 @@ START_TEST(test_read_error_on_miss)
 END_TEST
 
 /* The origin flush fails: the writes reached the origin's volatile image
- * only, so nothing may be freed -- a power cut then loses them. */
+ * only, so nothing may be freed -- a power cut then loses them.  Run with
+ * the flush as a request (_i 0) and as a call (_i 1). */
 START_TEST(test_flush_failure_frees_nothing)
 {
+	wbtest_sync_flush = _i == 1;
+
 	struct fault_origin *fo = new_origin(256);
 	struct fault_origin_faults bad = { .fail_flush_nth = 1, .fail_flush_persistent = true };
 	struct model *m = model_new(256);
@@ -253,6 +257,68 @@ START_TEST(test_flush_failure_frees_nothing)
 	c = reopen_on(fo, NULL);
 	model_check_cache(c, m, "reopened after flush failures");
 	ck_assert_int_eq(wc_writeback(c), 0);
+	ck_assert_int_eq(wc_close(c), 0);
+	model_check_origin(m, fo);
+	model_free(m);
+	fault_origin_destroy(fo);
+	wbtest_sync_flush = false;
+}
+END_TEST
+
+/* The origin cannot be reached (a network origin's server is down, every
+ * write fails with ENOTCONN): write-back retries past the failures that
+ * would end in the sticky error, wc_writeback gives up after its patience
+ * with the errno itself, reads and writes go on, and once the origin
+ * answers again everything drains -- in the host's loop and in the
+ * background thread. */
+START_TEST(test_unreachable_origin_retried)
+{
+	static struct wc_test_hooks patience = { .writeback_give_up_ms = 400 };
+	struct fault_origin_faults down = { .fail_write_nth = 1, .fail_write_persistent = true,
+	                                    .write_errno = ENOTCONN };
+	struct fault_origin *fo = new_origin(256);
+	struct model *m = model_new(256);
+	wc_cache *c = create_on(fo, 64, "no_threads=1,high_watermark=0,low_watermark=0");
+	struct wc_stats st;
+	int r;
+
+	for (uint64_t b = 0; b < 20; b++)
+		model_write(c, m, b * 2, 1, 0);
+	ck_assert_int_eq(wc_flush(c), 0);
+	fault_origin_set_faults(fo, &down);
+	wc_test_hooks = &patience;
+	r = wc_writeback(c);
+	wc_test_hooks = NULL;
+	ck_assert_msg(r == -ENOTCONN, "wc_writeback with the origin down: %d (%s)", r, wc_errmsg());
+	ck_assert_msg(strstr(wc_errmsg(), "gave up") != NULL, "message: %s", wc_errmsg());
+	ck_assert_uint_gt(counters(fo).failed_writes, 6); /* more rounds than the sticky limit */
+	ct_assert_err(wc_poll(c, 1), -ENOTCONN);
+	st = stats(c);
+	ck_assert_int_eq(st.error, 0);
+	ck_assert_uint_eq(st.dirty_blocks, 20);
+	ck_assert_uint_gt(st.writeback_errors, 6);
+	model_write(c, m, 100, 1, 0);
+	ck_assert_int_eq(wc_flush(c), 0);
+	model_check_cache(c, m, "the origin down");
+	fault_origin_reset_faults(fo);
+	ck_assert_int_eq(wc_writeback(c), 0);
+	assert_clean(c);
+	model_check_origin(m, fo);
+	ck_assert_int_eq(wc_close(c), 0);
+
+	/* The background thread rides out the same outage. */
+	c = reopen_on(fo, NULL);
+	for (uint64_t b = 0; b < 20; b++)
+		model_write(c, m, 150 + b, 1, 0);
+	ck_assert_int_eq(wc_flush(c), 0);
+	fault_origin_set_faults(fo, &down);
+	ck_assert_int_eq(wc_set_cleaner(c, true), 0);
+	while (counters(fo).failed_writes < 12)
+		sleep_ms(10);
+	ck_assert_int_eq(stats(c).error, 0);
+	fault_origin_reset_faults(fo);
+	ck_assert_msg(wait_for(c, all_free, 20000), "nothing drained once the origin came back");
+	ck_assert_int_eq(stats(c).error, 0);
 	ck_assert_int_eq(wc_close(c), 0);
 	model_check_origin(m, fo);
 	model_free(m);
@@ -417,9 +483,10 @@ static Suite *writeback_faults_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_write_error_retried);
 	tcase_add_test(tc, test_write_error_sticky);
+	tcase_add_test(tc, test_unreachable_origin_retried);
 	tcase_add_test(tc, test_short_writes);
 	tcase_add_test(tc, test_read_error_on_miss);
-	tcase_add_test(tc, test_flush_failure_frees_nothing);
+	tcase_add_loop_test(tc, test_flush_failure_frees_nothing, 0, 2);
 	tcase_add_test(tc, test_no_threads_writer_rides_out_a_failed_round);
 	tcase_add_test(tc, test_error_sweep_no_threads);
 	tcase_add_test(tc, test_error_sweep_threads);

@@ -44,6 +44,13 @@ void parse_opts(struct wc_config *cfg, const char *opts, bool open)
 	              wc_errmsg());
 }
 
+bool wbtest_sync_flush;
+
+static struct wc_origin origin_of(struct fault_origin *fo)
+{
+	return wbtest_sync_flush ? fault_origin_origin_sync_flush(fo) : fault_origin_origin(fo);
+}
+
 wc_cache *create_on(struct fault_origin *fo, uint64_t cache_blocks, const char *opts)
 {
 	struct wc_config cfg;
@@ -53,7 +60,7 @@ wc_cache *create_on(struct fault_origin *fo, uint64_t cache_blocks, const char *
 
 	make_cache_file(cache_blocks);
 	parse_opts(&cfg, opts, false);
-	ret = wc_create_origin(&c, cache_path, fault_origin_origin(fo), &cfg);
+	ret = wc_create_origin(&c, cache_path, origin_of(fo), &cfg);
 	ck_assert_msg(ret == 0, "wc_create_origin: %d %s", ret, wc_errmsg());
 	ck_assert_int_eq(wc_get_stats(c, &st), 0);
 	ck_assert_uint_eq(st.blocks, cache_blocks);
@@ -67,7 +74,7 @@ wc_cache *reopen_on(struct fault_origin *fo, const char *opts)
 	int ret;
 
 	parse_opts(&cfg, opts, true);
-	ret = wc_open_origin(&c, cache_path, fault_origin_origin(fo), &cfg);
+	ret = wc_open_origin(&c, cache_path, origin_of(fo), &cfg);
 	ck_assert_msg(ret == 0, "wc_open_origin: %d %s", ret, wc_errmsg());
 	return c;
 }

@@ -40,6 +40,9 @@ void make_cache_file(uint64_t blocks);
 struct fault_origin *new_origin(uint64_t blocks);
 /* wc_config_init, then `opts`; `open` leaves the block size to the file. */
 void parse_opts(struct wc_config *cfg, const char *opts, bool open);
+/* create_on and reopen_on hand the cache the fault origin flushed by
+ * requests (false, the default) or by flush() alone (true). */
+extern bool wbtest_sync_flush;
 wc_cache *create_on(struct fault_origin *fo, uint64_t cache_blocks, const char *opts);
 wc_cache *reopen_on(struct fault_origin *fo, const char *opts);
 struct wc_stats stats(wc_cache *c);
