@@ -7,7 +7,8 @@
  *     its daemons restarted when not); never taken down here;
  *   - else a private one in /tmp/wc-ceph-test-XXXXXX, brought up now and
  *     taken down when the program exits;
- *   - Ceph not installed: the TAP plan "1..0 # SKIP why" and exit 0.
+ *   - Ceph not installed: the program ends there, skipped
+ *     (wc_test_skip_all).
  * Images are made and removed through librbd as the cluster's client.
  */
 #ifndef WC_CEPH_TESTUTIL_H
@@ -23,6 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "testmain.h"
+
 struct ceph_cluster {
 	char dir[PATH_MAX];
 	char conf[PATH_MAX + 16];
@@ -34,12 +37,6 @@ struct ceph_cluster {
 };
 
 static struct ceph_cluster ceph_cl_;
-
-static inline void ceph_skip_all_(const char *why)
-{
-	printf("1..0 # SKIP %s\n", why);
-	exit(0);
-}
 
 static inline bool ceph_in_path_(const char *prog)
 {
@@ -85,7 +82,8 @@ static inline const struct ceph_cluster *ceph_test_cluster(void)
 	char cmd[3 * PATH_MAX], env[PATH_MAX + 8];
 
 	if (!ceph_in_path_("ceph-mon") || !ceph_in_path_("ceph-osd") || !ceph_in_path_("ceph-mgr"))
-		ceph_skip_all_("Ceph not installed (tools/install-deps installs ceph-mon, ceph-mgr, ceph-osd)");
+		exit(wc_test_skip_all(
+			"Ceph not installed (tools/install-deps installs ceph-mon, ceph-mgr, ceph-osd)"));
 	snprintf(ceph_cl_.srcdir, sizeof(ceph_cl_.srcdir), "%s", src && *src ? src : ".");
 	if (dir && *dir) {
 		snprintf(ceph_cl_.dir, sizeof(ceph_cl_.dir), "%s", dir);

@@ -331,9 +331,7 @@ static Suite *cache_nbd_suite(void)
 
 int main(void)
 {
-	if (!nbdkit_installed()) {
-		printf("1..0 # SKIP nbdkit not installed (apt-get install nbdkit)\n");
-		return 0;
-	}
+	if (!nbdkit_installed())
+		return wc_test_skip_all("nbdkit not installed (apt-get install nbdkit)");
 	return wc_test_main(cache_nbd_suite());
 }

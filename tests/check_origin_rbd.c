@@ -556,12 +556,11 @@ int main(void)
 
 #else /* !WC_HAVE_LIBRBD */
 
-#include <stdio.h>
+#include "testmain.h"
 
 int main(void)
 {
-	printf("1..0 # SKIP libwcache built without librbd (apt-get install librbd-dev librados-dev)\n");
-	return 0;
+	return wc_test_skip_all("libwcache built without librbd (apt-get install librbd-dev librados-dev)");
 }
 
 #endif

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# lib.sh -- sourced by the shell tests in tests/ceph/: TAP output, a
+# lib.sh -- sourced by the shell tests in tests/ceph/: tests/tap.sh, a
 # scratch folder, and a Ceph cluster:
 #   WC_CEPH_DIR set: that one (tests/ceph/up on it: reused when up, its
 #     daemons restarted when not), never taken down here;
@@ -11,26 +11,8 @@ set -u
 builddir=${WC_TEST_BUILDDIR:-.}
 CEPH_TESTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PMEM2_FORCE_GRANULARITY=${PMEM2_FORCE_GRANULARITY:-CACHE_LINE}
-
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-note() { echo "# $*"; }
-bail() { echo "Bail out! $*"; exit 1; }
-finish() { echo "1..$n"; [ "$failed" -eq 0 ]; exit $?; }
-# The plan "1..0 # SKIP why" is the skip (exit 0: automake's TAP driver
-# counts exit 77 after a plan as an error).
-skip_all() { echo "1..0 # SKIP $*"; exit 0; }
-
-# check DESCRIPTION COMMAND...: one TAP line for COMMAND's status, with
-# its output as comments when it fails.
-check() {
-	local desc=$1
-	shift
-	if "$@" >"$D/check.out" 2>&1; then ok "$desc"; else
-		not_ok "$desc"; tail -20 "$D/check.out" | sed 's/^/#   /'; fi
-}
+# shellcheck source=tests/tap.sh
+. "$CEPH_TESTS/../tap.sh"
 
 require_ceph() {
 	local c

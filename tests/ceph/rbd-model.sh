@@ -21,6 +21,8 @@
 # osd_client_watch_timeout, 5 s on clusters of tests/ceph/up, 30 s by
 # default elsewhere.  make check: 2 kills (~1 minute); --long: 20.
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/remote/kill-loop.sh
+. "$(dirname "$0")/../remote/kill-loop.sh"
 OM=$builddir/tests/remote/origin-model
 kills=2
 ops=600
@@ -43,6 +45,16 @@ verify_export() {
 	rm -f "$D/export.img"
 	ceph_rbd export --no-progress "$WC_CEPH_POOL/model-$$" "$D/export.img" &&
 		"$OM" verify "$D/export.img" "$cache" --model "$model" --config "$CONFIG"
+}
+
+# readback: after a kill, the recovery, a write-back and the image against
+# the model, through librbd and through rbd export.
+readback() {
+	local t0=$SECONDS
+	check "kill $k, ${delay} ms into write-back (seed $seed): recovered, written back, the image matches the model" \
+		"$OM" verify "$SPEC" "$cache" --model "$model" --config "$CONFIG"
+	note "kill $k: reopening and checking took $((SECONDS - t0)) s (the dead writer's lock goes with its watch)"
+	check "kill $k: rbd export matches the model" verify_export
 }
 
 "$OM" init "$SPEC" "$cache" --model "$model" --blocks 2048 --cache-size 4M --config "$CONFIG" \
@@ -69,39 +81,8 @@ wb_ms=$(sed -n 's/^writeback done in \([0-9]*\) ms$/\1/p' "$out")
 wb_ms=$(( ${wb_ms:-20} > 20 ? ${wb_ms:-20} : 20 ))
 note "the final write-back took $wb_ms ms"
 
-landed=0
-for k in $(seq "$kills"); do
-	for tries in 1 2 3 4 5; do
-		seed=$RANDOM
-		"$OM" write "$SPEC" "$cache" --model "$model" --ops "$ops" --seed "$seed" \
-			--config "$CONFIG" >"$out" 2>&1 &
-		pid=$!
-		while kill -0 "$pid" 2>/dev/null && ! grep -q '^writeback start' "$out"; do
-			sleep 0.005
-		done
-		# In the first half: the wait for the line and the fork of sleep
-		# eat into a write-back of a few tens of milliseconds.
-		delay=$(( RANDOM % (wb_ms / (2 * tries) + 1) ))
-		sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
-		if grep -q '^writeback done' "$out" || ! kill -KILL "$pid" 2>/dev/null; then
-			wait "$pid"
-			rc=$?
-			if [ $rc != 0 ]; then
-				not_ok "kill $k: the writer failed on its own (seed $seed)"
-				sed 's/^/#   /' "$out" | tail -5
-				finish
-			fi
-			continue # write-back ended before the kill: aim earlier
-		fi
-		wait "$pid" 2>/dev/null
-		landed=$((landed + 1))
-		break
-	done
-	t0=$SECONDS
-	check "kill $k, ${delay} ms into write-back (seed $seed): recovered, written back, the image matches the model" \
-		"$OM" verify "$SPEC" "$cache" --model "$model" --config "$CONFIG"
-	note "kill $k: reopening and checking took $((SECONDS - t0)) s (the dead writer's lock goes with its watch)"
-	check "kill $k: rbd export matches the model" verify_export
-done
+# Fewer tries and a slower poll than over NBD: each run after a kill
+# first waits seconds for the dead writer's lock.
+kill_loop -t 5 -p 0.005 "$SPEC" readback || finish
 note "$landed of $kills kills landed during write-back (the rest after a write-back that ended first)"
 finish

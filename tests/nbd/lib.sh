@@ -1,39 +1,22 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # lib.sh -- sourced by the tests in tests/nbd/: the path
 #   nbdkit (wcache plugin, unix socket) -> nbdfuse -> losetup -> file system
-# set up and torn down, TAP output, and SKIP when something is missing.
+# set up and torn down, and SKIP when something is missing (TAP output
+# from tests/tap.sh).
 #
 # Every resource (nbdkit, nbdfuse, loop device, mounts, the scratch folder
 # under /dev/shm) is recorded when made and released by the EXIT trap, on
 # success, failure or interruption.
 
 set -u
+# shellcheck source=tests/tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tap.sh"
 builddir=${WC_TEST_BUILDDIR:-.}
 PLUGIN=$builddir/nbdkit/.libs/nbdkit-wcache-plugin.so
 WCCTL=$builddir/tools/wcctl/wcctl
 export PMEM2_FORCE_GRANULARITY=${PMEM2_FORCE_GRANULARITY:-CACHE_LINE}
 # The uninstalled plugin links the uninstalled library.
 export LD_LIBRARY_PATH=$builddir/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-# check DESCRIPTION COMMAND...: one TAP line for COMMAND's status.  COMMAND
-# runs in this shell (not a subshell), so what it records (MNT, ...) stays.
-check() {
-	local desc=$1
-	shift
-	if "$@" >"$D/check.out" 2>&1; then ok "$desc"; else
-		not_ok "$desc"; tail -20 "$D/check.out" | sed 's/^/#   /'; fi
-}
-note() { echo "# $*"; }
-bail() { echo "Bail out! $*"; exit 1; }
-finish() { echo "1..$n"; [ "$failed" -eq 0 ]; exit $?; }
-
-# The plan "1..0 # SKIP why" is the skip: automake's TAP driver reports it as
-# SKIP on exit 0, and as an error on exit 77 (it reads the exit status).
-skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 
 # require CMD...: skip the whole test unless all of this can run here.
 require() {

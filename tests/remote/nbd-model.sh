@@ -18,6 +18,8 @@
 # be hit.
 # make check: 3 kills per server (well under a minute); --long: 20.
 . "$(dirname "$0")/nbdkit.sh"
+# shellcheck source=tests/remote/kill-loop.sh
+. "$(dirname "$0")/kill-loop.sh"
 OM=$builddir/tests/remote/origin-model
 kills=3
 ops=600
@@ -31,11 +33,17 @@ esac
 require_nbdkit file memory
 scratch
 
+# readback NAME: after a kill, the recovery, a write-back and the export
+# against the model.
+readback() {
+	check "$1: kill $k, ${delay} ms into write-back (seed $seed): recovered, written back, the export matches the model" \
+		"$OM" verify "$URI" "$cache" --model "$model" --config "$CONFIG"
+}
+
 # run_model NAME: the init, the uninterrupted run and the kills against
 # the server at $URI.
 run_model() {
-	local name=$1 cache=$D/$1.cache model=$D/$1.model k wb_ms delay out pid rc seed
-	local landed=0 tries
+	local name=$1 cache=$D/$1.cache model=$D/$1.model wb_ms out rc seed landed
 	"$OM" init "$URI" "$cache" --model "$model" --blocks 2048 --cache-size 4M \
 		--config "$CONFIG" >"$D/init.out" 2>&1
 	rc=$?
@@ -60,37 +68,7 @@ run_model() {
 	wb_ms=$(( ${wb_ms:-20} > 20 ? ${wb_ms:-20} : 20 ))
 	note "$name: the final write-back took $wb_ms ms"
 
-	for k in $(seq "$kills"); do
-		for tries in 1 2 3 4 5 6 7 8; do
-			seed=$RANDOM
-			"$OM" write "$URI" "$cache" --model "$model" --ops "$ops" --seed "$seed" \
-				--config "$CONFIG" >"$out" 2>&1 &
-			pid=$!
-			while kill -0 "$pid" 2>/dev/null && ! grep -q '^writeback start' "$out"; do
-				sleep 0.002
-			done
-			# Anywhere in the write-back; closer to its start after
-			# each miss (noticing the line and sleep take some ms).
-			delay=$(( tries > 4 ? 0 : RANDOM % (wb_ms / tries / 2 + 1) ))
-			sleep "$(printf '0.%03d' "$delay")"
-			if grep -q '^writeback done' "$out" || ! kill -KILL "$pid" 2>/dev/null; then
-				wait "$pid"
-				rc=$?
-				if [ $rc != 0 ]; then
-					not_ok "$name: kill $k: the writer failed on its own (seed $seed)"
-					sed 's/^/#   /' "$out" | tail -5
-					return
-				fi
-				continue # write-back ended before the kill: aim earlier
-			fi
-			wait "$pid" 2>/dev/null
-			landed=$((landed + 1))
-			break
-		done
-		[ "$tries" = 8 ] && [ "$landed" -lt "$k" ] && note "$name: kill $k missed the write-back 8 times"
-		check "$name: kill $k, ${delay} ms into write-back (seed $seed): recovered, written back, the export matches the model" \
-			"$OM" verify "$URI" "$cache" --model "$model" --config "$CONFIG"
-	done
+	kill_loop -l "$name: " "$URI" readback "$name" || return
 	if [ "$landed" = "$kills" ]; then ok "$name: all $kills kills landed during write-back"
 	else not_ok "$name: $landed of $kills kills landed during write-back (the final write-back took $wb_ms ms)"; fi
 }

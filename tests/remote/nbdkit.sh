@@ -1,32 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# nbdkit.sh -- sourced by the remote-origin scripts: TAP output, a scratch
-# folder, and nbdkit servers on unix sockets that the EXIT trap stops.
+# nbdkit.sh -- sourced by the remote-origin scripts: tests/tap.sh, a
+# scratch folder, and nbdkit servers on unix sockets that the EXIT trap stops.
 # Needs no root and no kernel nbd: the cache reaches the server through
 # libnbd.
 
 set -u
+# shellcheck source=tests/tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tap.sh"
 builddir=${WC_TEST_BUILDDIR:-.}
 export PMEM2_FORCE_GRANULARITY=${PMEM2_FORCE_GRANULARITY:-CACHE_LINE}
-
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-note() { echo "# $*"; }
-bail() { echo "Bail out! $*"; exit 1; }
-finish() { echo "1..$n"; [ "$failed" -eq 0 ]; exit $?; }
-# The plan "1..0 # SKIP why" is the skip (exit 0: automake's TAP driver
-# counts exit 77 after a plan as an error).
-skip_all() { echo "1..0 # SKIP $*"; exit 0; }
-
-# check DESCRIPTION COMMAND...: one TAP line for COMMAND's status, with
-# its output as comments when it fails.
-check() {
-	local desc=$1
-	shift
-	if "$@" >"$D/check.out" 2>&1; then ok "$desc"; else
-		not_ok "$desc"; tail -20 "$D/check.out" | sed 's/^/#   /'; fi
-}
 
 # require_nbdkit PLUGIN...: skip unless nbdkit and these plugins are here.
 require_nbdkit() {

@@ -27,7 +27,7 @@ struct nbdkit {
 	char uri[TEST_PATH_LEN + 64];
 };
 
-/* main() skips the whole program without it: the plan "1..0 # SKIP". */
+/* main() skips the whole program without it (wc_test_skip_all). */
 static inline bool nbdkit_installed(void)
 {
 	return system("nbdkit --version >/dev/null 2>&1") == 0;
