@@ -46,6 +46,8 @@ struct rawaio {
 	struct iocb **batch;      /* refills gathered for one io_submit */
 	uint64_t *order;          /* random: slot permutation; NULL = sequential */
 	uint64_t nios;
+	uint64_t flush_every;     /* bytes between fdatasync requests; 0 = none */
+	struct iocb fsync_cb;     /* the one fdatasync request, tagged qd */
 };
 
 static double now_s(void)
@@ -148,7 +150,7 @@ static int rawaio_setup(struct rawaio *r, bool sequential)
 			r->order[j] = t;
 		}
 	}
-	ret = io_setup((int)r->qd, &r->ctx);
+	ret = io_setup((int)r->qd + 1, &r->ctx); /* + the fdatasync request */
 	if (ret < 0)
 		return wc_err_sys(ret, "rawaio %s: io_setup(%u)", r->path, r->qd);
 	r->ctx_live = true;
@@ -184,10 +186,26 @@ static int rawaio_submit(struct rawaio *r, unsigned n)
 	return 0;
 }
 
+/* An fdatasync as an aio request, as write-back flushes each round of
+ * writes while the next round's writes run. */
+static int rawaio_submit_fsync(struct rawaio *r)
+{
+	struct iocb *cb = &r->fsync_cb;
+	int ret;
+
+	io_prep_fdsync(cb, r->fd);
+	cb->data = (void *)(uintptr_t)r->qd;
+	do
+		ret = io_submit(r->ctx, 1, &cb);
+	while (ret == -EINTR || ret == -EAGAIN);
+	return ret == 1 ? 0 : wc_err_sys(ret < 0 ? ret : -EIO, "rawaio %s: io_submit fdatasync", r->path);
+}
+
 static int rawaio_run(struct rawaio *r, double *seconds)
 {
-	struct io_event *ev = calloc(r->qd, sizeof(*ev));
-	uint64_t next = 0, completed = 0;
+	struct io_event *ev = calloc(r->qd + 1, sizeof(*ev));
+	uint64_t next = 0, completed = 0, flushed = 0;
+	bool fsync_busy = false;
 	unsigned n = 0;
 	double t0;
 	int ret = 0;
@@ -198,8 +216,8 @@ static int rawaio_run(struct rawaio *r, double *seconds)
 	for (; n < r->qd && next < r->nios; n++, next++)
 		r->batch[n] = rawaio_prep(r, n, next);
 	ret = rawaio_submit(r, n);
-	while (ret == 0 && completed < r->nios) {
-		int got = io_getevents(r->ctx, 1, r->qd, ev, NULL);
+	while (ret == 0 && (completed < r->nios || fsync_busy)) {
+		int got = io_getevents(r->ctx, 1, r->qd + 1, ev, NULL);
 
 		if (got == -EINTR)
 			continue;
@@ -212,6 +230,14 @@ static int rawaio_run(struct rawaio *r, double *seconds)
 			long res = (long)ev[e].res;
 			unsigned s = (unsigned)(uintptr_t)ev[e].data;
 
+			if (s == r->qd) {
+				fsync_busy = false;
+				if (res < 0) {
+					ret = wc_err_sys((int)res, "rawaio %s: fdatasync request", r->path);
+					break;
+				}
+				continue;
+			}
 			if (res != (long)r->io_size) {
 				ret = res < 0 ? wc_err_sys((int)res, "rawaio %s: write at offset %lld",
 				                           r->path, r->cbs[s].u.c.offset)
@@ -225,6 +251,13 @@ static int rawaio_run(struct rawaio *r, double *seconds)
 		}
 		if (ret == 0 && n)
 			ret = rawaio_submit(r, n);
+		/* Writes completed before the request are what it covers. */
+		if (ret == 0 && r->flush_every && !fsync_busy && completed < r->nios &&
+		    (completed - flushed) * r->io_size >= r->flush_every) {
+			flushed = completed;
+			ret = rawaio_submit_fsync(r);
+			fsync_busy = ret == 0;
+		}
 	}
 	if (ret == 0 && fdatasync(r->fd) < 0)
 		ret = wc_err_sys(-errno, "rawaio %s: fdatasync", r->path);
@@ -248,7 +281,14 @@ static void rawaio_release(struct rawaio *r)
 int wc_rawaio_write_bw(const char *path, uint64_t bytes, size_t io_size, unsigned qd,
                        bool sequential, double *mbps_out)
 {
-	struct rawaio r = { .path = path, .fd = -1, .qd = qd, .io_size = io_size };
+	return wc_rawaio_write_bw_flushing(path, bytes, io_size, qd, sequential, 0, mbps_out);
+}
+
+int wc_rawaio_write_bw_flushing(const char *path, uint64_t bytes, size_t io_size, unsigned qd,
+                                bool sequential, uint64_t flush_every, double *mbps_out)
+{
+	struct rawaio r = { .path = path, .fd = -1, .qd = qd, .io_size = io_size,
+	                    .flush_every = flush_every };
 	double seconds = 0;
 	int ret;
 

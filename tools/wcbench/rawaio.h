@@ -29,6 +29,13 @@
 int wc_rawaio_write_bw(const char *path, uint64_t bytes, size_t io_size, unsigned qd,
                        bool sequential, double *mbps_out);
 
+/* The same, also sending an fdatasync request (IOCB_CMD_FDSYNC, one at a
+ * time) each time another `flush_every` bytes of writes completed, while the
+ * writes go on: the flush cadence of write-back, which flushes each round
+ * while the next round writes.  0 = only the final fdatasync. */
+int wc_rawaio_write_bw_flushing(const char *path, uint64_t bytes, size_t io_size, unsigned qd,
+                                bool sequential, uint64_t flush_every, double *mbps_out);
+
 /* The same for any origin wc_origin_open() takes, through its backend's
  * submit/poll/flush (requests carry the same offsets and fill). */
 int wc_raworigin_write_bw(const char *origin, uint64_t bytes, size_t io_size, unsigned qd,

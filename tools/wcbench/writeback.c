@@ -68,13 +68,14 @@ struct opts {
 	uint64_t cache_size, working_set;
 	uint32_t block_size;
 	unsigned runs, raw_qd, flush_delay_us;
-	uint64_t raw_io;
+	uint64_t raw_io, raw_flush_every;
 	bool patterns[NPATTERNS];
 	bool json, keep, quiet, no_latency;
 };
 
 struct sample {
 	double raw_mbps, drain_mbps, total_mbps, fill_s, drain_s;
+	double rawfl_mbps;             /* --raw-flush-every: the raw loop flushing */
 	double raw_cpu_s, drain_cpu_s; /* process CPU time (all threads) */
 	uint64_t drain_bytes, wb_bytes, wb_ios, blocked;
 };
@@ -82,6 +83,7 @@ struct sample {
 struct result {
 	struct sample s[WB_MAX_RUNS];
 	double raw, drain, total, drain_ratio, total_ratio; /* medians */
+	double rawfl, drain_rawfl_ratio;                    /* with --raw-flush-every */
 	double raw_cpu, drain_cpu;                          /* medians, CPU us per MiB */
 	uint64_t wb_ios, wb_bytes;                           /* last run */
 };
@@ -132,6 +134,11 @@ static void usage(FILE *f)
 	        "  --options STR       extra wc_config options, e.g. writeback_jobs=512\n"
 	        "  --raw-qd N          raw loop: requests in flight (default writeback_jobs)\n"
 	        "  --raw-io BYTES      raw loop: request size (default the block size)\n"
+	        "  --raw-flush-every BYTES\n"
+	        "                      also time the raw loop sending an fdatasync request each\n"
+	        "                      time BYTES more were written, while it goes on writing:\n"
+	        "                      write-back's cadence (a flush per round of at most 16M,\n"
+	        "                      or an eighth of the cache); a second baseline, raw+fl\n"
 	        "  --flush-delay-us N  every origin flush takes N us longer (a disk with a\n"
 	        "                      volatile write cache); default 0\n"
 	        "  --no-latency        skip the latency phases\n"
@@ -159,6 +166,7 @@ static int parse_args(struct bench *b, int argc, char **argv)
 		WCT_OPT_STR("options", &o->config),
 		WCT_OPT("raw-qd", WCT_UINT, &o->raw_qd, 1, 65536),
 		WCT_OPT("raw-io", WCT_SIZE, &o->raw_io, 1, UINT64_MAX),
+		WCT_OPT("raw-flush-every", WCT_SIZE, &o->raw_flush_every, 1, UINT64_MAX),
 		WCT_OPT("flush-delay-us", WCT_UINT, &o->flush_delay_us, 0, 1000000),
 		WCT_OPT_FLAG("no-latency", &o->no_latency),
 		WCT_OPT_FLAG("keep", &o->keep),
@@ -502,6 +510,13 @@ static int measure_raw(struct bench *b, enum pattern p, struct sample *s)
 	if (ret)
 		fprintf(stderr, "wcbench writeback: raw %s baseline: %s\n", b->local ? "libaio" : "origin",
 		        wc_errmsg());
+	if (!ret && b->o.raw_flush_every) {
+		ret = wc_rawaio_write_bw_flushing(b->o.origin_path, b->o.working_set, io, qd,
+		                                  p == PAT_SEQ, b->o.raw_flush_every, &s->rawfl_mbps);
+		if (ret)
+			fprintf(stderr, "wcbench writeback: raw libaio baseline with flushes: %s\n",
+			        wc_errmsg());
+	}
 	return ret;
 }
 
@@ -606,6 +621,12 @@ static int run_bandwidth(struct bench *b)
 			tr[i] = r->s[i].total_mbps / r->s[i].raw_mbps;
 		}
 		r->drain_ratio = wcb_median(dr, b->o.runs);
+		if (b->o.raw_flush_every) {
+			r->rawfl = median_of(r, b->o.runs, offsetof(struct sample, rawfl_mbps));
+			for (unsigned i = 0; i < b->o.runs; i++)
+				dr[i] = r->s[i].drain_mbps / r->s[i].rawfl_mbps;
+			r->drain_rawfl_ratio = wcb_median(dr, b->o.runs);
+		}
 		r->total_ratio = wcb_median(tr, b->o.runs);
 		r->wb_ios = r->s[b->o.runs - 1].wb_ios;
 		r->wb_bytes = r->s[b->o.runs - 1].wb_bytes;
@@ -736,6 +757,20 @@ static void print_text(const struct bench *b)
 		       r->wb_ios ? (double)r->wb_bytes / (double)r->wb_ios / 1024 : 0, r->raw_cpu,
 		       r->drain_cpu);
 	}
+	if (b->o.raw_flush_every) {
+		char fe[32];
+
+		printf("\nraw+fl: the raw loop with an fdatasync request every %s, while it writes on\n",
+		       wct_size_str(fe, sizeof(fe), b->o.raw_flush_every));
+		printf("%-8s %10s %11s %12s\n", "pattern", "raw MB/s", "raw+fl MB/s", "drain/raw+fl");
+		for (int p = 0; p < NPATTERNS; p++) {
+			const struct result *r = &b->res[p];
+
+			if (b->o.patterns[p])
+				printf("%-8s %10.0f %11.0f %12.2f\n", pattern_name[p], r->raw, r->rawfl,
+				       r->drain_rawfl_ratio);
+		}
+	}
 	if (!b->o.no_latency) {
 		double ip99 = wcb_hist_quantile(&b->lat.idle, 0.99) / 1e3;
 		double bp99 = wcb_hist_quantile(&b->lat.busy, 0.99) / 1e3;
@@ -785,6 +820,10 @@ static void print_json(const struct bench *b)
 		wct_json_num(&j, "drain_mbps", "%.1f", r->drain);
 		wct_json_num(&j, "total_mbps", "%.1f", r->total);
 		wct_json_num(&j, "drain_ratio", "%.3f", r->drain_ratio);
+		if (b->o.raw_flush_every) {
+			wct_json_num(&j, "raw_flushing_mbps", "%.1f", r->rawfl);
+			wct_json_num(&j, "drain_raw_flushing_ratio", "%.3f", r->drain_rawfl_ratio);
+		}
 		wct_json_num(&j, "total_ratio", "%.3f", r->total_ratio);
 		wct_json_num(&j, "raw_cpu_us_per_mib", "%.1f", r->raw_cpu);
 		wct_json_num(&j, "drain_cpu_us_per_mib", "%.1f", r->drain_cpu);
@@ -842,6 +881,12 @@ int wcbench_writeback(int argc, char **argv)
 	}
 	b->forced_gran = wct_pmem_emulate();
 	b->local = wc_origin_kind_of(b->o.origin_path) == WC_ORIGIN_KIND_PATH;
+	if (b->o.raw_flush_every && !b->local) {
+		fprintf(stderr, "wcbench writeback: --raw-flush-every: only for an origin file or "
+		        "block device, not %s\n", b->o.origin_path);
+		free(b);
+		return 2;
+	}
 	wc_config_init(&b->cfg);
 	b->cfg.block_size = b->o.block_size;
 	b->cfg.cache_size = b->o.cache_size;
