@@ -42,12 +42,19 @@ START_TEST(test_rawaio)
 	ck_assert(mbps > 0);
 	check_stamps(path, 1 * MiB, 4096);
 
-	/* On ext4: O_DIRECT with its alignment. */
+	/* On ext4: O_DIRECT with its alignment; and with an fdatasync request
+	 * every 64 KiB beside the writes (write-back's flush cadence). */
 	ext_dir_make(dir, sizeof(dir));
 	snprintf(ext, sizeof(ext), "%s/raw", dir);
 	make_file(ext, 1 * MiB);
 	ck_assert_int_eq(wc_rawaio_write_bw(ext, 1 * MiB, 128 * 1024, 8, false, &mbps), 0);
 	check_stamps(ext, 1 * MiB, 128 * 1024);
+	make_file(ext, 1 * MiB);
+	mbps = 0;
+	ret = wc_rawaio_write_bw_flushing(ext, 1 * MiB, 4096, 16, false, 64 * 1024, &mbps);
+	ck_assert_msg(ret == 0, "%d %s", ret, wc_errmsg());
+	ck_assert(mbps > 0);
+	check_stamps(ext, 1 * MiB, 4096);
 	ext_dir_remove(dir);
 
 	ck_assert_int_eq(wc_rawaio_write_bw(path, 4 * MiB, 4096, 4, true, &mbps), -EINVAL);
