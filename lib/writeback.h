@@ -43,7 +43,10 @@ struct wc_wb_window {
 	unsigned blocks;         /* now */
 	unsigned min, max;       /* writeback_jobs; writeback_window_max_kib, in blocks */
 	unsigned probe_from;     /* probing: the window before it, else 0 */
-	uint64_t probe_rate;     /* blocks/s at probe_from */
+	uint64_t probe_rate;     /* blocks/s at probe_from: the mean of its rounds */
+	uint64_t rate_sum;       /* blocks/s summed over the rounds at this window */
+	unsigned rate_n;         /*   (of a probe: its rounds so far) */
+	uint64_t probe_min;      /* the slowest round of the probe so far */
 	unsigned hold;           /* rounds until the next probe */
 	bool last_probe_up;
 };

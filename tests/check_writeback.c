@@ -468,6 +468,17 @@ static uint64_t rate_queueing(unsigned window) { return window < 16 ? window * 3
 /* A remote origin that saturates at 128 in flight. */
 static uint64_t rate_saturating(unsigned window) { return (window < 128 ? window : 128) * 1000ull; }
 
+/* A queueing device as above whose rounds vary by up to +-25%, as on a
+ * loaded host (a fixed xorshift sequence: the same every run). */
+static uint64_t noise_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rate_queueing_noisy(unsigned window)
+{
+	noise_state ^= noise_state << 13;
+	noise_state ^= noise_state >> 7;
+	noise_state ^= noise_state << 17;
+	return rate_queueing(window) * (75 + noise_state % 51) / 100;
+}
+
 /* The window between probes (a probe round may be under way). */
 static unsigned settled(const struct wc_wb_window *win)
 {
@@ -487,6 +498,15 @@ START_TEST(test_window_rule)
 	wc_wb_window_init(&win, 32, 1024);
 	window_run(&win, 200, rate_queueing);
 	ck_assert_uint_eq(settled(&win), 32);   /* past the knee: never deeper */
+
+	/* The same device with noisy rounds: a lucky round now and then does
+	 * not walk the window up, and it never runs away. */
+	wc_wb_window_init(&win, 32, 4096);
+	for (unsigned i = 0; i < 3000; i++) {
+		window_run(&win, 1, rate_queueing_noisy);
+		ck_assert_msg(win.blocks <= 128, "round %u: window %u", i, win.blocks);
+	}
+	ck_assert_uint_le(settled(&win), 64);
 
 	wc_wb_window_init(&win, 4, 1024);
 	window_run(&win, 40, rate_saturating);
