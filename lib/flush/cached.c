@@ -124,7 +124,7 @@ void wc_persist_clflush(const void *addr, size_t n)
  * CLFLUSHOPT is not ordered against stores to other lines (SDM), so no
  * cheaper barrier (a compiler barrier, or relying on a later locked op in
  * every caller) would do.  PMDK shipped NT memcpy without this fence
- * (pmem/pmdk#5292); tests/check_flush_fence.c watches it execute.
+ * (pmem/pmdk#5292); tests/check_flush_trace.c watches it execute.
  */
 void wc_drain_sfence(void)
 {
