@@ -13,7 +13,9 @@
  * does: a failed round keeps its blocks dirty).  The cache issues its
  * writes and their flush from one thread (the write-back round, the
  * write-around), which is what makes the thread the right key.  A lost
- * connection costs at worst one needless round of rewrites.
+ * connection costs at worst one needless round of rewrites (two with a
+ * pipelining caller: lib/writeback.c also rewrites the round whose writes
+ * were completing when a flush failed).
  *
  * A flush covers the writes that completed before it was sent.  So it
  * forgets a thread only if every write the thread issued had completed when

@@ -33,6 +33,10 @@
  * write lost with a dropped connection to the next flush of its thread).
  * A block keeps WC_E_WB until its round is freed, so a newer version of it
  * waits for a later pick (versions never pass each other to the origin).
+ * A flush that fails may have lost every write completed before it (a
+ * server that crashed with its cache, a disk's lost volatile cache): the
+ * round being written meanwhile is then written again as well, whatever
+ * its own flush says (wb_round.taint).
  *
  * The window -- blocks in flight -- starts at writeback_jobs and deepens
  * while a deeper queue buys throughput (a remote origin, whose latency is
@@ -186,6 +190,8 @@ static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
 	int ret;
 
 	round->n = round->nruns = 0;
+	round->taint = 0;
+	w->filling = round;
 	for (bool more = true;;) {
 		unsigned jobs;
 
@@ -391,6 +397,7 @@ again:
 	if (n < 0) {
 		/* The sticky error is set; the round's blocks stay WC_E_WB,
 		 * never freed, as their writes may still land. */
+		w->filling = NULL;
 		pthread_mutex_unlock(&c->wb_lock);
 		return n;
 	}
@@ -416,6 +423,7 @@ again:
 		if (c->cfg.no_threads)
 			wc_wb_settle(c, w);
 	}
+	w->filling = NULL;
 	failed = w->settle_failed;
 	w->settle_failed = 0;
 	err = failed ? wc_wb_failed_round_err(c, failed) : 0;

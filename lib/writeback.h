@@ -77,12 +77,19 @@ struct wb_round {
 	struct wb_run *runs;
 	unsigned n, nruns;
 	atomic_uint pending;     /* runs submitted, not completed */
+	/* 0, or the errno of a flush that failed while this round's writes
+	 * were completing: a failed flush may have lost any write completed
+	 * before it did (a server that crashed with its cache; what an fsync
+	 * error may mean), so none of this round is freed -- it is written
+	 * again, whatever its own flush says. */
+	int taint;
 };
 
 /* The origin flush that makes the written round durable. */
 struct wb_flush {
 	struct wc_origin_io io;  /* WC_ORIGIN_FLUSH */
 	bool begun;              /* submitted (or run synchronously) */
+	bool sent;               /* a flush went to the origin (not a taint) */
 	atomic_bool done;        /* res is valid */
 	int res;                 /* 0 or -errno */
 };
@@ -92,6 +99,7 @@ struct wb_state {
 	unsigned next;           /* the round[] the next round fills */
 	struct wb_round *written; /* written, not yet durable: the next settles it */
 	struct wb_flush flush;   /* written's */
+	struct wb_round *filling; /* the round being written, until it is written */
 	bool sync_flush;         /* the origin takes no flush requests */
 	unsigned cap;            /* blocks per round */
 	bool active;             /* between high and low watermark */

@@ -230,7 +230,13 @@ void wc_wb_settle_begin(struct wc_cache *c, struct wb_state *w)
 	if (!round || f->begun)
 		return;
 	f->begun = true;
+	f->sent = false;
 	atomic_store_explicit(&f->done, false, memory_order_relaxed);
+	if (round->taint) {
+		f->res = round->taint;
+		atomic_store_explicit(&f->done, true, memory_order_release);
+		return;
+	}
 	for (unsigned k = 0; k < round->nruns; k++)
 		any_ok |= round->runs[k].res > 0;
 	if (!any_ok) {
@@ -238,6 +244,7 @@ void wc_wb_settle_begin(struct wc_cache *c, struct wb_state *w)
 		atomic_store_explicit(&f->done, true, memory_order_release);
 		return;
 	}
+	f->sent = true;
 	if (!w->sync_flush) {
 		memset(&f->io, 0, sizeof(f->io));
 		f->io.op = WC_ORIGIN_FLUSH;
@@ -261,6 +268,8 @@ void wc_wb_settle_end(struct wc_cache *c, struct wb_state *w)
 
 	w->written = NULL;
 	w->flush.begun = false;
+	if (w->flush.sent && w->flush.res && w->filling && w->filling != round)
+		w->filling->taint = w->flush.res;
 	w->settle_failed += free_durable(c, round, w->flush.res);
 }
 

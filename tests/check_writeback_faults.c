@@ -326,6 +326,40 @@ START_TEST(test_unreachable_origin_retried)
 }
 END_TEST
 
+/* A flush fails and loses every write the origin had not made durable --
+ * a server that crashed with its cache, or a disk's volatile cache (what an
+ * fsync error may mean) -- while the next round's writes are completing:
+ * those are written again too, not freed on that round's own flush.  The
+ * failing flush takes 20 ms, so the next round's writes complete before it
+ * does.  With the flush as a request (_i 0) and as a call (_i 1). */
+START_TEST(test_failed_flush_loses_next_round)
+{
+	struct fault_origin_faults f = { .fail_flush_nth = 2, .failed_flush_loses = true,
+	                                 .flush_delay_us = 20000 };
+	struct fault_origin *fo = new_origin(2048);
+	struct model *m = model_new(2048);
+	wc_cache *c;
+
+	wbtest_sync_flush = _i == 1;
+	/* Rounds of 512 / 8 = 64 blocks. */
+	c = create_on(fo, 512, "high_watermark=95,low_watermark=90,writeback_jobs=16,writeback_max_io_kib=4");
+	for (uint64_t b = 0; b < 400; b++)
+		model_write(c, m, b * 5, 1, 0); /* no neighbours: one request each */
+	ck_assert_int_eq(wc_flush(c), 0);
+	fault_origin_set_faults(fo, &f);
+	ck_assert_int_eq(wc_writeback(c), 0);
+	ck_assert_uint_eq(counters(fo).failed_flushes, 1);
+	assert_clean(c);
+	model_check_origin(m, fo);
+	fault_origin_crash(fo);
+	model_check_origin(m, fo);
+	ck_assert_int_eq(wc_close(c), 0);
+	wbtest_sync_flush = false;
+	model_free(m);
+	fault_origin_destroy(fo);
+}
+END_TEST
+
 /* ---------------------------------------------------- the error sweep */
 
 #define SWEEP_ORIGIN 256
@@ -487,6 +521,7 @@ static Suite *writeback_faults_suite(void)
 	tcase_add_test(tc, test_short_writes);
 	tcase_add_test(tc, test_read_error_on_miss);
 	tcase_add_loop_test(tc, test_flush_failure_frees_nothing, 0, 2);
+	tcase_add_loop_test(tc, test_failed_flush_loses_next_round, 0, 2);
 	tcase_add_test(tc, test_no_threads_writer_rides_out_a_failed_round);
 	tcase_add_test(tc, test_error_sweep_no_threads);
 	tcase_add_test(tc, test_error_sweep_threads);

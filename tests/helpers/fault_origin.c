@@ -187,7 +187,8 @@ static int fo_submit(void *ctx, struct wc_origin_io *io)
 	}
 	polls = fo->faults.complete_on_poll ? fo->faults.complete_on_poll : 1;
 	io->backend[Q_NEXT] = 0;
-	io->backend[Q_READY] = now_ns() + fo->faults.delay_us * 1000;
+	io->backend[Q_READY] = now_ns() + fo->faults.delay_us * 1000 +
+	                       (io->op == WC_ORIGIN_FLUSH ? fo->faults.flush_delay_us * 1000 : 0);
 	io->backend[Q_POLLS] = polls;
 	io->backend[Q_RESULT] = (uint64_t)plan_result(fo, io, len);
 	if (fo->queue_tail)
@@ -271,8 +272,11 @@ static unsigned examine_queue(struct fault_origin *fo, struct wc_origin_io **don
 		bool write = io->op == WC_ORIGIN_WRITE;
 
 		if (io->op == WC_ORIGIN_FLUSH) {
-			/* Its effect was decided at submit (plan_flush). */
+			/* Its effect was decided at submit (plan_flush), but
+			 * for a loss that comes with its failure. */
 			fo->flushes_queued--;
+			if (res < 0 && fo->faults.failed_flush_loses)
+				settle_unflushed(fo, keep_none, NULL);
 		} else if (res >= 0) {
 			transfer(fo, io, (size_t)res);
 			if (write) {
@@ -393,6 +397,8 @@ static int fo_flush(void *ctx)
 	pthread_mutex_lock(&fo->lock);
 	res = plan_flush(fo);
 	nth = fo->flush_number;
+	if (res < 0 && fo->faults.failed_flush_loses)
+		settle_unflushed(fo, keep_none, NULL);
 	pthread_mutex_unlock(&fo->lock);
 	if (res < 0)
 		return wc_err((int)res, "%s: flush number %llu failed (injected)", fo->desc,

@@ -49,6 +49,12 @@ struct fault_origin_faults {
 
 	uint64_t fail_flush_nth;      /* flush N fails with -EIO (0 = off) ... */
 	bool fail_flush_persistent;   /* ... and so does every later one */
+	bool failed_flush_loses;      /* a failed flush, when it completes, also
+	                                 loses every completed write not yet
+	                                 durable (volatile := durable there): a
+	                                 server that crashed with its cache */
+	uint64_t flush_delay_us;      /* flush requests complete this much later
+	                                 than delay_us */
 };
 
 struct fault_origin_counters {
