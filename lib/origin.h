@@ -49,9 +49,9 @@ static inline int wc_origin_flush(struct wc_origin *o)
  * Submitted only to a backend whose ops table declared it: not in wcache.h,
  * because an embedder's ops table has no room to say so, and a backend that
  * does not know the op might take it for a write.  The library's libaio
- * (IOCB_CMD_FDSYNC) and RBD (rbd_aio_flush) backends declare it; the NBD
- * backend does not (its flush reports a dropped connection's lost writes
- * to the thread that wrote them, so it stays synchronous, in that thread).
+ * (IOCB_CMD_FDSYNC), NBD (NBD_CMD_FLUSH, begun in the submitting thread:
+ * its flush reports a dropped connection's lost writes to the thread that
+ * wrote them) and RBD (rbd_aio_flush) backends declare it.
  */
 #define WC_ORIGIN_FLUSH ((enum wc_origin_op)2)
 void wc_origin_declare_async_flush(const struct wc_origin_ops *ops);

@@ -49,7 +49,7 @@
 
 static const char *op_name(enum wc_origin_op op)
 {
-	return op == WC_ORIGIN_WRITE ? "write" : "read";
+	return op == WC_ORIGIN_WRITE ? "write" : op == WC_ORIGIN_FLUSH ? "flush" : "read";
 }
 
 /* -------------------------------------------------------------- requests */
@@ -368,6 +368,11 @@ static int onbd_submit(void *ctx, struct wc_origin_io *io)
 	char *buf;
 	int ret;
 
+	if (io->op == WC_ORIGIN_FLUSH) {
+		if (!io->done)
+			return wc_err(-EINVAL, "origin %s: flush request: no done() callback", o->desc);
+		return wc_nbd_flush_submit(o, io);
+	}
 	ret = check_request(o, io, &len);
 	if (ret)
 		return ret;
@@ -412,6 +417,8 @@ static unsigned deliver(struct nbd_origin *o)
 		ssize_t res = err ? -err : (ssize_t)r->len;
 
 		next = r->next;
+		if (r->flush)
+			wc_nbd_writer_flush_end_of(o, r->writer, r->flush_snap, err ? -err : 0);
 		if (!err && r->bounce && io->op == WC_ORIGIN_READ) {
 			const char *p = r->bounce;
 
@@ -642,6 +649,7 @@ int wc_origin_open_nbd_opts(struct wc_origin *out, const char *uri,
 	desc_len = strlen(WC_ORIGIN_NBD_MODE) + strlen(uri) + 48;
 	snprintf(o->desc, desc_len, "%s %s (%u connection%s%s)", WC_ORIGIN_NBD_MODE, uri, o->nconns,
 	         o->nconns == 1 ? "" : "s", mc ? ", multi-conn" : "");
+	wc_origin_declare_async_flush(&nbd_ops);
 	out->ops = &nbd_ops;
 	out->ctx = o;
 	return 0;

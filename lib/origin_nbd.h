@@ -84,7 +84,9 @@ struct nbd_req {
 	atomic_int err;                /* first error, a positive errno */
 	atomic_int done;               /* own requests: complete */
 	bool tracked;                  /* a write noted in the writer table */
-	pthread_t writer;              /* ... issued by this thread */
+	pthread_t writer;              /* ... issued by this thread (or the flush) */
+	bool flush;                    /* a caller's flush request */
+	uint64_t flush_snap;           /* its wc_nbd_writer_flush_begin snapshot */
 	unsigned ncmds;
 	struct nbd_cmd cmds[];
 };
@@ -194,10 +196,13 @@ struct nbd_link *wc_nbd_pick_link(struct nbd_origin *o, int *err);
 /* After a failed issue: drop the link if libnbd says it is dead. */
 bool wc_nbd_link_failed(struct nbd_origin *o, struct nbd_link *l, const char *why);
 
-/* ---- origin_nbd_sync.c: the ops flush and discard ---- */
+/* ---- origin_nbd_sync.c: the ops flush and discard, and flush requests ---- */
 
 int wc_nbd_flush(void *ctx);
 int wc_nbd_discard(void *ctx, uint64_t offset, uint64_t len);
+/* A WC_ORIGIN_FLUSH request of the calling thread: begun now, its io's
+ * done() run by poll() like a write's. */
+int wc_nbd_flush_submit(struct nbd_origin *o, struct wc_origin_io *io);
 
 /* ---- origin_nbd_writers.c ---- */
 
@@ -213,5 +218,9 @@ void wc_nbd_writers_poison(struct nbd_origin *o, unsigned conn);
  * ..._end with the flush's result. */
 int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *snap);
 void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t snap, int ret);
+/* The same end for a flush request begun by thread `tid` (it completes in
+ * whichever thread polls). */
+void wc_nbd_writer_flush_end_of(struct nbd_origin *o, pthread_t tid, uint64_t snap, int ret);
+
 
 #endif

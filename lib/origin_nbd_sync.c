@@ -63,6 +63,68 @@ static int flush_links(struct nbd_origin *o, struct nbd_link **ls)
 	return n;
 }
 
+/* Send a flush to each of ls[0, nl) that takes one, as commands of r;
+ * returns 0, or -errno of the one that could not be issued (the rest are
+ * abandoned, r fails with it) and why. */
+static int flush_issue(struct nbd_origin *o, struct nbd_req *r, struct nbd_link **ls, int nl,
+                       char *why, size_t why_len)
+{
+	unsigned issued = 0;
+
+	for (int i = 0; i < nl && issued < r->ncmds; i++) {
+		if (!ls[i]->can_flush)
+			continue; /* a server without flush writes through */
+		r->cmds[issued] = (struct nbd_cmd){ .req = r, .link = ls[i] };
+		if (wc_nbd_cmd_issue(&r->cmds[issued], CMD_FLUSH, NULL, 0, 0) == -1) {
+			int err = wc_nbd_errno();
+
+			snprintf(why, why_len, "%s", nbd_get_error());
+			wc_nbd_link_failed(o, ls[i], why);
+			wc_nbd_req_abandon_rest(r, issued, err);
+			return err;
+		}
+		issued++;
+	}
+	return 0;
+}
+
+int wc_nbd_flush_submit(struct nbd_origin *o, struct wc_origin_io *io)
+{
+	struct nbd_link *ls[NBD_MAX_CONNS];
+	char why[NBD_WHY_LEN] = "";
+	struct nbd_req *r;
+	uint64_t snap;
+	unsigned ncmds = 0;
+	int nl, ret;
+
+	ret = wc_nbd_writer_flush_begin(o, &snap);
+	if (ret)
+		return ret;
+	nl = flush_links(o, ls);
+	if (nl < 0) {
+		ret = wc_err(nl, "%s (flush not sent)", wc_errmsg());
+		wc_nbd_writer_flush_end(o, snap, ret);
+		return ret;
+	}
+	for (int i = 0; i < nl; i++)
+		ncmds += ls[i]->can_flush;
+	r = wc_nbd_req_new(o, io, ncmds);
+	if (!r) {
+		ret = wc_err(-ENOMEM, "origin %s: flush: out of memory", o->desc);
+		wc_nbd_writer_flush_end(o, snap, ret);
+	} else {
+		/* The writer table's end of it runs when poll() delivers it. */
+		r->flush = true;
+		r->writer = pthread_self();
+		r->flush_snap = snap;
+		flush_issue(o, r, ls, nl, why, sizeof(why));
+		wc_nbd_req_put(r); /* the issuer's reference: it may complete here */
+	}
+	for (int i = 0; i < nl; i++)
+		wc_nbd_link_put(ls[i]);
+	return ret;
+}
+
 int wc_nbd_flush(void *ctx)
 {
 	struct nbd_origin *o = ctx;
@@ -70,7 +132,7 @@ int wc_nbd_flush(void *ctx)
 	struct nbd_req *r = NULL;
 	char why[NBD_WHY_LEN] = "";
 	uint64_t snap;
-	unsigned ncmds = 0, issued = 0;
+	unsigned ncmds = 0;
 	int nl, ret, err = 0;
 
 	ret = wc_nbd_writer_flush_begin(o, &snap);
@@ -88,19 +150,7 @@ int wc_nbd_flush(void *ctx)
 		ret = wc_err(-ENOMEM, "origin %s: flush: out of memory", o->desc);
 		goto out;
 	}
-	for (int i = 0; i < nl && issued < ncmds; i++) {
-		if (!ls[i]->can_flush)
-			continue; /* a server without flush writes through */
-		r->cmds[issued] = (struct nbd_cmd){ .req = r, .link = ls[i] };
-		if (wc_nbd_cmd_issue(&r->cmds[issued], CMD_FLUSH, NULL, 0, 0) == -1) {
-			err = -wc_nbd_errno();
-			snprintf(why, sizeof(why), "%s", nbd_get_error());
-			wc_nbd_link_failed(o, ls[i], why);
-			wc_nbd_req_abandon_rest(r, issued, -err);
-			break;
-		}
-		issued++;
-	}
+	flush_issue(o, r, ls, nl, why, sizeof(why));
 	err = own_wait(o, r);
 	ret = err ? wc_err_sys(-err, "origin %s: flush%s%s", o->desc, why[0] ? ": " : "", why) : 0;
 out:

@@ -124,10 +124,15 @@ int wc_nbd_writer_flush_begin(struct nbd_origin *o, uint64_t *snap)
 
 void wc_nbd_writer_flush_end(struct nbd_origin *o, uint64_t snap, int ret)
 {
+	wc_nbd_writer_flush_end_of(o, pthread_self(), snap, ret);
+}
+
+void wc_nbd_writer_flush_end_of(struct nbd_origin *o, pthread_t tid, uint64_t snap, int ret)
+{
 	struct nbd_writer *w;
 
 	pthread_mutex_lock(&o->wlock);
-	w = writer_find(o, pthread_self());
+	w = writer_find(o, tid);
 	if (w && w->issued == snap && w->completed == snap)
 		writer_remove(o, w);   /* all of it covered, or all of it reported */
 	else if (w && ret)

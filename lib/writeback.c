@@ -18,7 +18,7 @@
  *
  * Pipelined, in one thread: a round is left "written" (its writes complete,
  * not yet durable) when it ends.  Where the origin takes a flush request
- * (lib/origin.h: the libaio and RBD backends), the round's flush goes out at
+ * (lib/origin.h: the libaio, NBD and RBD backends), the round's flush goes out at
  * once and the next round's writes run beside it; the round is freed when
  * the flush completes, at the latest before the next round ends.  Else the
  * next round calls flush() right after its first writes are submitted, so

@@ -250,10 +250,17 @@ void wc_wb_settle_begin(struct wc_cache *c, struct wb_state *w)
 		f->io.op = WC_ORIGIN_FLUSH;
 		f->io.done = flush_done;
 		f->io.priv = f;
-		if (wc_origin_submit(&c->origin, &f->io) == 0)
+		int ret = wc_origin_submit(&c->origin, &f->io);
+
+		if (ret == 0)
 			return;
+		if (ret != -EINVAL && ret != -EOPNOTSUPP) {
+			f->res = ret; /* the flush failed */
+			atomic_store_explicit(&f->done, true, memory_order_release);
+			return;
+		}
 		/* Refused (an old kernel's aio has no fdsync): flush() from
-		 * now on; it reports a real error itself. */
+		 * now on. */
 		w->sync_flush = true;
 	}
 	f->res = wc_origin_flush(&c->origin);

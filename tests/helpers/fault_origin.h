@@ -79,8 +79,8 @@ void fault_origin_destroy(struct fault_origin *fo);
 
 /* The ops table + context for the cache (see Lifetime above).  The cache
  * flushes it with flush requests (WC_ORIGIN_FLUSH, lib/origin.h), as it does
- * the libaio and RBD backends; the _sync_flush variant only takes flush(),
- * as the NBD backend and an embedder's origin do. */
+ * the library's libaio, NBD and RBD backends; the _sync_flush variant only
+ * takes flush(), as an embedder's origin does. */
 struct wc_origin fault_origin_origin(struct fault_origin *fo);
 struct wc_origin fault_origin_origin_sync_flush(struct fault_origin *fo);
 
