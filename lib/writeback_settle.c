@@ -226,6 +226,7 @@ void wc_wb_settle_begin(struct wc_cache *c, struct wb_state *w)
 	struct wb_round *round = w->written;
 	struct wb_flush *f = &w->flush;
 	bool any_ok = false;
+	int ret;
 
 	if (!round || f->begun)
 		return;
@@ -250,8 +251,7 @@ void wc_wb_settle_begin(struct wc_cache *c, struct wb_state *w)
 		f->io.op = WC_ORIGIN_FLUSH;
 		f->io.done = flush_done;
 		f->io.priv = f;
-		int ret = wc_origin_submit(&c->origin, &f->io);
-
+		ret = wc_origin_submit(&c->origin, &f->io);
 		if (ret == 0)
 			return;
 		if (ret != -EINVAL && ret != -EOPNOTSUPP) {
