@@ -196,10 +196,11 @@ struct wc_cache {
 	atomic_uint_fast64_t wb_ios, wb_bytes, wb_errors;
 	/* Under wb_lock.  A failure streak: rounds that failed in a row (the
 	 * backoff), those of them that failed for more than a lost
-	 * connection (the sticky error), since when, and the last errno. */
+	 * connection (the sticky error), since when, and the last errno (the
+	 * last two also read by wc_get_stats without the lock: atomics). */
 	unsigned wb_failed_rounds, wb_failures;
-	uint64_t wb_failing_since_ns;
-	int wb_last_errno;
+	_Atomic uint64_t wb_failing_since_ns;
+	atomic_int wb_last_errno;
 	void *wb_state;                       /* writeback.c's buffers */
 
 	/* read-ahead of sequential misses (readahead.c) */

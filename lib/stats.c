@@ -6,6 +6,7 @@
  */
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include "cache_impl.h"
 #include "error.h"
@@ -51,6 +52,15 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 	st->writeback_window = wc_writeback_window(c, &st->writeback_latency_us);
 	st->writeback_latency_us /= 1000;
 	st->readahead_blocks = atomic_load_explicit(&c->ra_hits, memory_order_relaxed);
+	st->writeback_last_error = atomic_load_explicit(&c->wb_last_errno, memory_order_relaxed);
+	{
+		uint64_t since = atomic_load_explicit(&c->wb_failing_since_ns, memory_order_relaxed);
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		st->writeback_failing_ms = since ? ((uint64_t)ts.tv_sec * 1000000000ull +
+		                                    (uint64_t)ts.tv_nsec - since) / 1000000 : 0;
+	}
 	st->dram_bytes = c->dram_bytes;
 	st->granularity = wc_map_granularity_name(c);
 	st->origin_mode = wc_origin_describe(&c->origin);

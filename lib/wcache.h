@@ -314,7 +314,13 @@ struct wc_stats {
 	/* 0.3: blocks read from the origin ahead of a sequential reader and
 	 * served from DRAM. */
 	uint64_t readahead_blocks;
-	uint64_t reserved[5];       /* 0: room for later counters */
+	/* 0.3: while write-back's rounds fail, the negative errno of the last
+	 * failure (e.g. -ENOTCONN: the origin cannot be reached, retried
+	 * without end) and how long they have failed; both 0 once a round
+	 * gets through. */
+	int64_t writeback_last_error;
+	uint64_t writeback_failing_ms;
+	uint64_t reserved[3];       /* 0: room for later counters */
 };
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 int wc_get_stats(wc_cache *c, struct wc_stats *st);

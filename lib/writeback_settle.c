@@ -181,13 +181,14 @@ static unsigned free_durable(struct wc_cache *c, struct wb_round *round, int flu
 	free(d.v);
 	if (!fail.blocks) {
 		c->wb_failed_rounds = c->wb_failures = 0;
-		c->wb_failing_since_ns = 0;
+		atomic_store_explicit(&c->wb_failing_since_ns, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->wb_last_errno, 0, memory_order_relaxed);
 		return 0;
 	}
 	atomic_fetch_add_explicit(&c->wb_errors, fail.blocks, memory_order_relaxed);
 	if (!c->wb_failed_rounds++)
-		c->wb_failing_since_ns = wc_wb_now_ns();
-	c->wb_last_errno = fail.err;
+		atomic_store_explicit(&c->wb_failing_since_ns, wc_wb_now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&c->wb_last_errno, fail.err, memory_order_relaxed);
 	if (!fail.unreachable && ++c->wb_failures >= WB_MAX_FAILURES)
 		wc_set_error(c, -EIO, "origin write-back failed repeatedly");
 	return fail.blocks;

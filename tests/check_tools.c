@@ -189,6 +189,7 @@ static void fill_stats(struct wct_json *j)
 	memset(&st, 0, sizeof(st));
 	st.blocks = 8;
 	st.dram_bytes = 99;
+	st.writeback_last_error = -ENOTCONN; /* the one signed field */
 	wct_json_object(j, NULL, false);
 	wct_json_stats(j, &st);
 	wct_json_end(j);
@@ -219,7 +220,9 @@ START_TEST(json_writer)
 	        "\"write_hits_committed\": 0, \"writes_around\": 0, \"writes_allocate\": 0, "
 	        "\"writes_blocked_on_freelist\": 0, \"flushes\": 0, \"discards\": 0, "
 	        "\"commits\": 0, \"writeback_ios\": 0, \"writeback_bytes\": 0, "
-	        "\"writeback_errors\": 0, \"dram_bytes\": 99}\n");
+	        "\"writeback_errors\": 0, \"dram_bytes\": 99, \"writeback_window\": 0, "
+	        "\"writeback_latency_us\": 0, \"readahead_blocks\": 0, "
+	        "\"writeback_failing_ms\": 0, \"writeback_last_error\": -107}\n");
 }
 END_TEST
 

@@ -297,12 +297,17 @@ START_TEST(test_unreachable_origin_retried)
 	ck_assert_int_eq(st.error, 0);
 	ck_assert_uint_eq(st.dirty_blocks, 20);
 	ck_assert_uint_gt(st.writeback_errors, 6);
+	ck_assert_int_eq(st.writeback_last_error, -ENOTCONN);
+	ck_assert_uint_ge(st.writeback_failing_ms, 400);
 	model_write(c, m, 100, 1, 0);
 	ck_assert_int_eq(wc_flush(c), 0);
 	model_check_cache(c, m, "the origin down");
 	fault_origin_reset_faults(fo);
 	ck_assert_int_eq(wc_writeback(c), 0);
 	assert_clean(c);
+	st = stats(c);
+	ck_assert_int_eq(st.writeback_last_error, 0);
+	ck_assert_uint_eq(st.writeback_failing_ms, 0);
 	model_check_origin(m, fo);
 	ck_assert_int_eq(wc_close(c), 0);
 

@@ -203,7 +203,9 @@ static void status_json(const struct status_view *v)
 	M("writeback_ios", writeback_ios); M("writeback_bytes", writeback_bytes);
 	M("writeback_errors", writeback_errors); M("dram_bytes", dram_bytes);
 	M("writeback_window", writeback_window); M("writeback_latency_us", writeback_latency_us);
+	M("writeback_failing_ms", writeback_failing_ms);
 #undef M
+	wct_json_int(&j, "writeback_last_error", st->writeback_last_error);
 	wct_json_u64(&j, "block_size", v->block_size);
 	wct_json_u64(&j, "size", v->size);
 	wct_json_str(&j, "granularity", st->granularity);
@@ -274,6 +276,9 @@ static void status_text(const struct status_view *v)
 	       st->writeback_ios, wct_size_str(s2, sizeof(s2), st->writeback_bytes),
 	       st->writeback_errors, st->writeback_blocks, st->writeback_window,
 	       st->writeback_latency_us);
+	if (st->writeback_last_error)
+		printf("               failing for %" PRIu64 " ms: %s\n", st->writeback_failing_ms,
+		       strerror((int)-st->writeback_last_error));
 	threshold_str(thr, sizeof(thr), v->pmem.threshold);
 	printf("flush policy   %s: threshold %s\n", v->pmem_source, thr);
 	printf("               why: %s\n", v->pmem.reason);
