@@ -6,7 +6,9 @@
  * Mode: O_DIRECT where the file system takes it (the cache's blocks then go
  * from its buffers to the device without a page-cache copy); where open()
  * refuses O_DIRECT with EINVAL, buffered I/O (libaio then completes inside
- * io_submit) and flush() = fdatasync.  describe() names the mode.
+ * io_submit) and flush() = fdatasync.  describe() names the mode.  In both
+ * modes a flush request (WC_ORIGIN_FLUSH) is an IOCB_CMD_FDSYNC, which the
+ * kernel runs beside the writes still in flight.
  *
  * Requests and slots: each submitted request owns one of `queue_depth` iocb
  * slots, so at most queue_depth requests are in the kernel and io_submit

@@ -41,7 +41,7 @@
  * The window -- blocks in flight -- starts at writeback_jobs and deepens
  * while a deeper queue buys throughput (a remote origin, whose latency is
  * the network's, not its queue's), up to writeback_window_max_kib
- * (wb_window_adjust).
+ * (wc_wb_window_step, writeback_window.c).
  *
  * A failed write leaves its block dirty (retried with backoff); after
  * WB_MAX_FAILURES failed rounds in a row the cache enters the sticky error
