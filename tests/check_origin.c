@@ -223,21 +223,6 @@ END_TEST
 
 /* Many requests, few slots, nobody polling: submit() must reap by itself
  * without running callbacks; poll() then delivers every one exactly once. */
-struct counted_io {
-	struct wc_origin_io io;
-	struct iovec iov;
-	atomic_int calls;
-	ssize_t res;
-};
-
-static void counted_done(struct wc_origin_io *io, ssize_t res)
-{
-	struct counted_io *c = io->priv;
-
-	c->res = res;
-	atomic_fetch_add(&c->calls, 1);
-}
-
 START_TEST(test_aio_queue_full)
 {
 	enum { NREQ = 64, QD = 4, LEN = 4096 };
@@ -251,11 +236,7 @@ START_TEST(test_aio_queue_full)
 	open_aio(&o, path, QD);
 	fill_pattern(bufs, (size_t)NREQ * LEN, 50);
 	for (int i = 0; i < NREQ; i++) {
-		req[i].iov = (struct iovec){ bufs + (size_t)i * LEN, LEN };
-		req[i].io = (struct wc_origin_io){ .op = WC_ORIGIN_WRITE, .iov = &req[i].iov,
-		                                   .iovcnt = 1, .offset = (uint64_t)i * LEN,
-		                                   .done = counted_done, .priv = &req[i] };
-		atomic_init(&req[i].calls, 0);
+		counted_prep(&req[i], WC_ORIGIN_WRITE, bufs + (size_t)i * LEN, LEN, (uint64_t)i * LEN);
 		ck_assert_int_eq(wc_origin_submit(&o, &req[i].io), 0);
 	}
 	for (int i = 0; i < NREQ; i++)

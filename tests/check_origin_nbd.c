@@ -277,31 +277,6 @@ END_TEST
 
 /* ------------------------------------------------------- many in flight */
 
-struct counted_io {
-	struct wc_origin_io io;
-	struct iovec iov;
-	atomic_int calls;
-	ssize_t res;
-};
-
-static void counted_done(struct wc_origin_io *io, ssize_t res)
-{
-	struct counted_io *c = io->priv;
-
-	c->res = res;
-	atomic_fetch_add(&c->calls, 1);
-}
-
-static void counted_prep(struct counted_io *c, enum wc_origin_op op, void *buf, size_t len,
-                         uint64_t off)
-{
-	c->iov = (struct iovec){ buf, len };
-	c->io = (struct wc_origin_io){ .op = op, .iov = &c->iov, .iovcnt = 1, .offset = off,
-	                               .done = counted_done, .priv = c };
-	atomic_init(&c->calls, 0);
-	c->res = 0;
-}
-
 /* Submit all, then poll until every one completed; each exactly once. */
 static void run_batch(struct wc_origin *o, struct counted_io *req, int n, ssize_t want)
 {

@@ -100,6 +100,23 @@ void submit_and_wait(struct wc_origin *o, struct wc_origin_io *io, struct one_do
 	ck_assert_int_eq(atomic_load(&d->calls), 1);
 }
 
+void counted_done(struct wc_origin_io *io, ssize_t res)
+{
+	struct counted_io *c = io->priv;
+
+	c->res = res;
+	atomic_fetch_add(&c->calls, 1);
+}
+
+void counted_prep(struct counted_io *c, enum wc_origin_op op, void *buf, size_t len, uint64_t off)
+{
+	c->iov = (struct iovec){ buf, len };
+	c->io = (struct wc_origin_io){ .op = op, .iov = &c->iov, .iovcnt = 1, .offset = off,
+	                               .done = counted_done, .priv = c };
+	atomic_init(&c->calls, 0);
+	c->res = 0;
+}
+
 void sync_write(struct wc_origin *o, const void *buf, size_t len, uint64_t off)
 {
 	int ret = wc_origin_rw_sync(o, WC_ORIGIN_WRITE, (void *)buf, len, off);

@@ -56,4 +56,16 @@ void one_done_arm(struct wc_origin_io *io, struct one_done *d);
 void submit_and_wait(struct wc_origin *o, struct wc_origin_io *io, struct one_done *d);
 void sync_write(struct wc_origin *o, const void *buf, size_t len, uint64_t off);
 
+/* A request of one buffer that counts its completions, for tests that keep
+ * many in flight. */
+struct counted_io {
+	struct wc_origin_io io;
+	struct iovec iov;
+	atomic_int calls;
+	ssize_t res;
+};
+
+void counted_done(struct wc_origin_io *io, ssize_t res);
+void counted_prep(struct counted_io *c, enum wc_origin_op op, void *buf, size_t len, uint64_t off);
+
 #endif
