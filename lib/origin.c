@@ -117,11 +117,6 @@ static void sync_request_wait(struct wc_origin *o, struct sync_request *req)
 	}
 }
 
-static const char *op_name(enum wc_origin_op op)
-{
-	return op == WC_ORIGIN_WRITE ? "write" : "read";
-}
-
 int wc_origin_rw_sync(struct wc_origin *o, enum wc_origin_op op, void *buf, size_t len,
                       uint64_t off)
 {
@@ -153,15 +148,15 @@ int wc_origin_rw_sync(struct wc_origin *o, enum wc_origin_op op, void *buf, size
 		sync_request_wait(o, &req);
 		if (req.res < 0)
 			return wc_err_sys((int)req.res, "origin %s: %s of %zu bytes at offset %llu",
-			                  wc_origin_describe(o), op_name(op), want,
+			                  wc_origin_describe(o), wc_origin_op_name(op), want,
 			                  (unsigned long long)(off + done_bytes));
 		if (req.res == 0)
 			return wc_err(-EIO, "origin %s: %s of %zu bytes at offset %llu transferred 0 bytes",
-			              wc_origin_describe(o), op_name(op), want,
+			              wc_origin_describe(o), wc_origin_op_name(op), want,
 			              (unsigned long long)(off + done_bytes));
 		if ((size_t)req.res > want)
 			return wc_err(-EIO, "origin %s: %s of %zu bytes at offset %llu reported %zd bytes",
-			              wc_origin_describe(o), op_name(op), want,
+			              wc_origin_describe(o), wc_origin_op_name(op), want,
 			              (unsigned long long)(off + done_bytes), req.res);
 		done_bytes += (size_t)req.res;
 	}

@@ -54,6 +54,12 @@ static inline int wc_origin_flush(struct wc_origin *o)
  * wrote them) and RBD (rbd_aio_flush) backends declare it.
  */
 #define WC_ORIGIN_FLUSH ((enum wc_origin_op)2)
+
+/* For messages. */
+static inline const char *wc_origin_op_name(enum wc_origin_op op)
+{
+	return op == WC_ORIGIN_WRITE ? "write" : op == WC_ORIGIN_FLUSH ? "flush" : "read";
+}
 void wc_origin_declare_async_flush(const struct wc_origin_ops *ops);
 bool wc_origin_async_flush(const struct wc_origin *o);
 

@@ -92,11 +92,6 @@ struct aio_origin {
 #define STASH_NEXT 0
 #define STASH_RES  1
 
-static const char *op_name(enum wc_origin_op op)
-{
-	return op == WC_ORIGIN_WRITE ? "write" : op == WC_ORIGIN_FLUSH ? "flush" : "read";
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -262,12 +257,12 @@ static int check_request(struct aio_origin *a, const struct wc_origin_io *io)
 		return wc_err(-EINVAL, "origin %s: unknown op %d", a->desc, (int)io->op);
 	if (!io->done)
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: no done() callback", a->desc,
-		              op_name(io->op), (unsigned long long)io->offset);
+		              wc_origin_op_name(io->op), (unsigned long long)io->offset);
 	if (io->op == WC_ORIGIN_FLUSH)
 		return 0;
 	if (io->iovcnt <= 0 || io->iovcnt > IOV_MAX || !io->iov)
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: iovcnt %d outside 1..%d",
-		              a->desc, op_name(io->op), (unsigned long long)io->offset, io->iovcnt,
+		              a->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset, io->iovcnt,
 		              IOV_MAX);
 	for (int i = 0; i < io->iovcnt; i++) {
 		const struct iovec *v = &io->iov[i];
@@ -275,16 +270,16 @@ static int check_request(struct aio_origin *a, const struct wc_origin_io *io)
 		if ((((uintptr_t)v->iov_base | v->iov_len) & (a->align - 1)) != 0)
 			return wc_err(-EINVAL,
 			              "origin %s: %s at offset %llu: buffer %d (%p, %zu bytes) not aligned to %u bytes",
-			              a->desc, op_name(io->op), (unsigned long long)io->offset, i,
+			              a->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset, i,
 			              v->iov_base, v->iov_len, a->align);
 		len += v->iov_len;
 	}
 	if (io->offset & (a->align - 1))
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: offset not aligned to %u bytes",
-		              a->desc, op_name(io->op), (unsigned long long)io->offset, a->align);
+		              a->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset, a->align);
 	if (io->offset > a->size || len > a->size - io->offset)
 		return wc_err(-EINVAL, "origin %s: %s of %llu bytes at offset %llu: beyond the end (%llu bytes)",
-		              a->desc, op_name(io->op), (unsigned long long)len,
+		              a->desc, wc_origin_op_name(io->op), (unsigned long long)len,
 		              (unsigned long long)io->offset, (unsigned long long)a->size);
 	return 0;
 }
@@ -303,7 +298,7 @@ static int aio_submit(void *ctx, struct wc_origin_io *io)
 		ret = reap_to_stash(a, AIO_SUBMIT_WAIT_SLICE_NS);
 		if (ret < 0)
 			return wc_err_sys(ret, "origin %s: %s at offset %llu: io_getevents while waiting for a free slot",
-			                  a->desc, op_name(io->op), (unsigned long long)io->offset);
+			                  a->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset);
 	}
 	if (io->op == WC_ORIGIN_WRITE)
 		io_prep_pwritev(&slot->cb, a->fd, io->iov, io->iovcnt, (long long)io->offset);
@@ -337,7 +332,7 @@ static int aio_submit(void *ctx, struct wc_origin_io *io)
 	slot_put(a, slot);
 	if (ret >= 0)
 		ret = -EIO; /* io_submit took none of one request */
-	return wc_err_sys(ret, "origin %s: io_submit %s at offset %llu", a->desc, op_name(io->op),
+	return wc_err_sys(ret, "origin %s: io_submit %s at offset %llu", a->desc, wc_origin_op_name(io->op),
 	                  (unsigned long long)io->offset);
 }
 

@@ -47,11 +47,6 @@
 /* Without a server constraint, NBD clients assume 512 (nbd_get_block_size). */
 #define NBD_DEFAULT_ALIGN 512u
 
-static const char *op_name(enum wc_origin_op op)
-{
-	return op == WC_ORIGIN_WRITE ? "write" : op == WC_ORIGIN_FLUSH ? "flush" : "read";
-}
-
 /* -------------------------------------------------------------- requests */
 
 struct nbd_req *wc_nbd_req_new(struct nbd_origin *o, struct wc_origin_io *io, unsigned ncmds)
@@ -243,25 +238,25 @@ static int check_request(struct nbd_origin *o, const struct wc_origin_io *io, ui
 		return wc_err(-EINVAL, "origin %s: unknown op %d", o->desc, (int)io->op);
 	if (!io->done)
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: no done() callback", o->desc,
-		              op_name(io->op), (unsigned long long)io->offset);
+		              wc_origin_op_name(io->op), (unsigned long long)io->offset);
 	if (io->iovcnt <= 0 || io->iovcnt > IOV_MAX || !io->iov)
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: iovcnt %d outside 1..%d",
-		              o->desc, op_name(io->op), (unsigned long long)io->offset, io->iovcnt,
+		              o->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset, io->iovcnt,
 		              IOV_MAX);
 	for (int i = 0; i < io->iovcnt; i++) {
 		if (io->iov[i].iov_len && !io->iov[i].iov_base)
 			return wc_err(-EINVAL, "origin %s: %s at offset %llu: buffer %d is NULL", o->desc,
-			              op_name(io->op), (unsigned long long)io->offset, i);
+			              wc_origin_op_name(io->op), (unsigned long long)io->offset, i);
 		len += io->iov[i].iov_len;
 	}
 	/* NBD constrains offsets and lengths only; any buffer will do. */
 	if ((io->offset | len) & (o->align - 1))
 		return wc_err(-EINVAL, "origin %s: %s of %llu bytes at offset %llu: not aligned to %u bytes "
-		              "(the server's block size)", o->desc, op_name(io->op),
+		              "(the server's block size)", o->desc, wc_origin_op_name(io->op),
 		              (unsigned long long)len, (unsigned long long)io->offset, o->align);
 	if (io->offset > o->size || len > o->size - io->offset)
 		return wc_err(-EINVAL, "origin %s: %s of %llu bytes at offset %llu: beyond the end (%llu bytes)",
-		              o->desc, op_name(io->op), (unsigned long long)len,
+		              o->desc, wc_origin_op_name(io->op), (unsigned long long)len,
 		              (unsigned long long)io->offset, (unsigned long long)o->size);
 	*len_out = len;
 	return 0;
@@ -310,7 +305,7 @@ static int issue_rw(struct nbd_origin *o, struct nbd_req *r, char *buf)
 		l = wc_nbd_pick_link(o, &ret);
 		if (!l)
 			return wc_err(ret, "%s (%s of %llu bytes at offset %llu not sent)", wc_errmsg(),
-			              op_name(io->op), (unsigned long long)r->len,
+			              wc_origin_op_name(io->op), (unsigned long long)r->len,
 			              (unsigned long long)io->offset);
 		if (write) {
 			ret = wc_nbd_writer_note(o, l->conn);
@@ -354,7 +349,7 @@ static int issue_rw(struct nbd_origin *o, struct nbd_req *r, char *buf)
 		}
 		wc_nbd_link_put(l);
 		return wc_err(ret, "origin %s: %s of %llu bytes at offset %llu: %s", o->desc,
-		              op_name(io->op), (unsigned long long)r->len,
+		              wc_origin_op_name(io->op), (unsigned long long)r->len,
 		              (unsigned long long)io->offset, why);
 	}
 }
@@ -379,13 +374,13 @@ static int onbd_submit(void *ctx, struct wc_origin_io *io)
 	r = wc_nbd_req_new(o, io, (unsigned)((len + o->max_cmd - 1) / o->max_cmd));
 	if (!r)
 		return wc_err(-ENOMEM, "origin %s: %s at offset %llu: out of memory", o->desc,
-		              op_name(io->op), (unsigned long long)io->offset);
+		              wc_origin_op_name(io->op), (unsigned long long)io->offset);
 	r->len = len;
 	buf = flat_buffer(io, len, &bounce);
 	if (!buf && len) {
 		free(r);
 		return wc_err(-ENOMEM, "origin %s: %s at offset %llu: no memory for a %llu-byte bounce buffer",
-		              o->desc, op_name(io->op), (unsigned long long)io->offset,
+		              o->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset,
 		              (unsigned long long)len);
 	}
 	r->bounce = bounce;

@@ -71,11 +71,6 @@ struct rbd_origin {
 #define BK_RES    1  /* bytes requested, then the result for done() */
 #define BK_ORIGIN 2  /* the struct rbd_origin */
 
-static const char *op_name(enum wc_origin_op op)
-{
-	return op == WC_ORIGIN_WRITE ? "write" : op == WC_ORIGIN_FLUSH ? "flush" : "read";
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -171,29 +166,29 @@ static int check_request(struct rbd_origin *r, const struct wc_origin_io *io, ui
 		return wc_err(-EINVAL, "origin %s: unknown op %d", r->desc, (int)io->op);
 	if (!io->done)
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: no done() callback", r->desc,
-		              op_name(io->op), (unsigned long long)io->offset);
+		              wc_origin_op_name(io->op), (unsigned long long)io->offset);
 	if (io->op == WC_ORIGIN_FLUSH) {
 		*lenp = 0;
 		return 0;
 	}
 	if (io->iovcnt <= 0 || io->iovcnt > IOV_MAX || !io->iov)
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: iovcnt %d outside 1..%d",
-		              r->desc, op_name(io->op), (unsigned long long)io->offset, io->iovcnt,
+		              r->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset, io->iovcnt,
 		              IOV_MAX);
 	/* Lengths and offsets only: librbd copies from and to any buffer. */
 	for (int i = 0; i < io->iovcnt; i++) {
 		if (io->iov[i].iov_len & (RBD_ALIGN - 1))
 			return wc_err(-EINVAL, "origin %s: %s at offset %llu: buffer %d is %zu bytes, not a multiple of %u",
-			              r->desc, op_name(io->op), (unsigned long long)io->offset, i,
+			              r->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset, i,
 			              io->iov[i].iov_len, RBD_ALIGN);
 		len += io->iov[i].iov_len;
 	}
 	if (io->offset & (RBD_ALIGN - 1))
 		return wc_err(-EINVAL, "origin %s: %s at offset %llu: offset not aligned to %u bytes",
-		              r->desc, op_name(io->op), (unsigned long long)io->offset, RBD_ALIGN);
+		              r->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset, RBD_ALIGN);
 	if (io->offset > r->size || len > r->size - io->offset)
 		return wc_err(-EINVAL, "origin %s: %s of %llu bytes at offset %llu: beyond the end (%llu bytes)",
-		              r->desc, op_name(io->op), (unsigned long long)len,
+		              r->desc, wc_origin_op_name(io->op), (unsigned long long)len,
 		              (unsigned long long)io->offset, (unsigned long long)r->size);
 	*lenp = len;
 	return 0;
@@ -216,7 +211,7 @@ static int rbd_submit(void *ctx, struct wc_origin_io *io)
 	ret = rbd_aio_create_completion(io, rbd_complete, &comp);
 	if (ret < 0)
 		return wc_err_sys(ret, "origin %s: %s at offset %llu: rbd_aio_create_completion",
-		                  r->desc, op_name(io->op), (unsigned long long)io->offset);
+		                  r->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset);
 	atomic_fetch_add_explicit(&r->inflight, 1, memory_order_relaxed);
 	if (io->op == WC_ORIGIN_FLUSH)
 		ret = rbd_aio_flush(r->image, comp);
@@ -233,7 +228,7 @@ static int rbd_submit(void *ctx, struct wc_origin_io *io)
 		atomic_fetch_sub_explicit(&r->inflight, 1, memory_order_relaxed);
 		rbd_aio_release(comp);
 		return wc_err_sys(ret, "origin %s: rbd_aio_%s of %llu bytes at offset %llu", r->desc,
-		                  op_name(io->op), (unsigned long long)len,
+		                  wc_origin_op_name(io->op), (unsigned long long)len,
 		                  (unsigned long long)io->offset);
 	}
 	return 0;
