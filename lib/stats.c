@@ -6,11 +6,11 @@
  */
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache_impl.h"
 #include "error.h"
 #include "map.h"
+#include "writeback.h"
 
 /* The 0.1 struct ended where 0.3's write-back window begins, at 0.2's
  * reserved space (docs/ABI.md). */
@@ -55,11 +55,8 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 	st->writeback_last_error = atomic_load_explicit(&c->wb_last_errno, memory_order_relaxed);
 	{
 		uint64_t since = atomic_load_explicit(&c->wb_failing_since_ns, memory_order_relaxed);
-		struct timespec ts;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		st->writeback_failing_ms = since ? ((uint64_t)ts.tv_sec * 1000000000ull +
-		                                    (uint64_t)ts.tv_nsec - since) / 1000000 : 0;
+		st->writeback_failing_ms = since ? (wc_wb_now_ns() - since) / 1000000 : 0;
 	}
 	st->dram_bytes = c->dram_bytes;
 	st->granularity = wc_map_granularity_name(c);
