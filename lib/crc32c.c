@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* crc32c.c -- reflected CRC32C, polynomial 0x82F63B78, byte-wise table.  It
- * runs once per open/format over ~100 bytes, so the table is plenty fast. */
+/*
+ * crc32c.c -- reflected CRC32C, polynomial 0x82F63B78.
+ *
+ * Every commit checksums its 24-byte record, so the CRC sits on the path of
+ * a FUA write: the byte-wise table took ~50 ns there (a chain of 24
+ * dependent table loads), the SSE4.2 instruction takes three 8-byte steps.
+ * The table stays as the fallback for CPUs without it and as the reference
+ * the tests hold the instruction to.
+ */
 #include <pthread.h>
 
 #include "crc32c.h"
@@ -19,7 +26,7 @@ static void table_init(void)
 	}
 }
 
-uint32_t wc_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t wc_crc32c_table(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
@@ -29,3 +36,62 @@ uint32_t wc_crc32c(uint32_t crc, const void *buf, size_t len)
 		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
 	return ~crc;
 }
+
+#if defined(__x86_64__)
+#include <string.h>
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void *buf,
+                                                                size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t c = ~crc;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8); /* unaligned buffers too */
+		c = __builtin_ia32_crc32di(c, w);
+	}
+	for (; len; len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return ~(uint32_t)c;
+}
+
+bool wc_crc32c_hw_available(void)
+{
+	return __builtin_cpu_supports("sse4.2");
+}
+
+uint32_t wc_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	return crc32c_sse42(crc, buf, len);
+}
+
+uint32_t wc_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	/* Decided once; a race only decides it twice, the same way. */
+	static int hw = -1;
+	int use = __atomic_load_n(&hw, __ATOMIC_RELAXED);
+
+	if (use < 0) {
+		use = wc_crc32c_hw_available();
+		__atomic_store_n(&hw, use, __ATOMIC_RELAXED);
+	}
+	return use ? crc32c_sse42(crc, buf, len) : wc_crc32c_table(crc, buf, len);
+}
+#else
+bool wc_crc32c_hw_available(void)
+{
+	return false;
+}
+
+uint32_t wc_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	return wc_crc32c_table(crc, buf, len);
+}
+
+uint32_t wc_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	return wc_crc32c_table(crc, buf, len);
+}
+#endif
