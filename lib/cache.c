@@ -72,7 +72,7 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 		free(c);
 		return wc_err(-ENOMEM, "%s: cache state", cache_path);
 	}
-	pthread_mutex_init(&c->commit_lock, NULL);
+	wc_storelock_init(&c->commit_lock);
 	*out = c;
 	if (!ret)
 		ret = wc_config_validate(&c->cfg, open);
@@ -103,7 +103,6 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 	wc_map_close(c);
 	if (close_origin && c->origin.ops)
 		wc_origin_close(&c->origin);
-	pthread_mutex_destroy(&c->commit_lock);
 	free(c->cache_path);
 	free(c);
 }
@@ -345,9 +344,9 @@ int wc_close(wc_cache *c)
 	 * open treats those blocks as free (found by the crash sweep); the
 	 * floor moves up to the last commit, so the next open has no record
 	 * to check. */
-	pthread_mutex_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit_lock);
 	wc_commit_confirm_locked(c);
-	pthread_mutex_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit_lock);
 	err = wc_has_error(c);
 	cache_free(c, true);
 	if (err)

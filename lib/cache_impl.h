@@ -10,7 +10,8 @@
  *    copies into a block nobody else can see yet, a reader copies out with
  *    no lock and checks the entry's generation afterwards (io.c).
  *  - freelist part->lock (a spinlock): one of WC_FREE_PARTS free stacks.
- *  - c->commit_lock: one commit at a time (group commit: waiters share it).
+ *  - c->commit_lock (storelock.h): one commit at a time (group commit:
+ *    waiters share it).
  *  - c->wb_lock: one write-back round at a time.
  * Order: wb_lock -> commit_lock -> shard lock -> free-list lock (the
  * free-list locks are innermost: blocks are freed under the others).
@@ -27,6 +28,7 @@
 #include "format.h"
 #include "origin.h"
 #include "spinlock.h"
+#include "storelock.h"
 #include "wcache.h"
 
 #define WC_SHARDS 64u        /* power of two; > threads on any box we target */
@@ -161,7 +163,7 @@ struct wc_cache {
 	atomic_uint_fast64_t blocked_on_freelist;
 
 	/* commit state (commit.c) */
-	pthread_mutex_t commit_lock;
+	struct wc_storelock commit_lock;     /* storelock.h: why not a mutex */
 	atomic_uint_fast64_t epoch;          /* seq given to new writes */
 	atomic_uint_fast64_t committed_seq;  /* the commit point (record or floor) */
 	/* Blocks published since the last commit, as the writers report them
@@ -173,10 +175,12 @@ struct wc_cache {
 	uint64_t age_marks_n;                /* marks ever made */
 	uint32_t age_mark_every_ms;          /* at most one mark per this */
 	uint64_t commits, flushes;           /* under commit_lock */
-	/* Superseded blocks invalidated by the last commit, free once a drain
-	 * made that durable (under commit_lock; the count is read lock-free). */
+	/* Superseded blocks on their way to the free lists (under
+	 * commit_lock; the count is read lock-free): the first pending_durable
+	 * were invalidated durably by the last commit and may be freed, the
+	 * rest, which that commit found dead, are invalidated by the next. */
 	uint32_t *pending;
-	size_t pending_n, pending_cap;
+	size_t pending_n, pending_cap, pending_durable;
 	atomic_uint_fast64_t pending_count;
 	/* Superseded versions that no logged block leads to (a failed
 	 * write-back, no memory for a log): the next commit looks at every

@@ -34,8 +34,9 @@
  *   (5) An invalidation (seq := NONE) is drained BEFORE its block returns
  *       to a free list, so a reused block never pairs an old entry with new
  *       data.  Superseded blocks are invalidated with the next commit's
- *       entries and freed after its drain (invalidate_pending,
- *       release_pending), or by wc_release_freed() sooner.
+ *       entries and freed after its drain, by the commit after it
+ *       (invalidate_pending, release_pending), or by wc_release_freed()
+ *       sooner.
  *   (6) A commit with no block allocated in its epoch issues no fence.
  *   (7) Versions of one block are invalidated oldest first: an older
  *       version's invalidation is durable before a newer one's is issued,
@@ -95,10 +96,11 @@
  *   free -> uncommitted          io.c publish (under the shard lock)
  *   uncommitted -> committed     wc_commit
  *   committed -> superseded      io.c publish (a newer version)
- *   superseded -> pending        free_superseded (after the commit point)
- *   pending -> free              invalidate_pending, the next drain,
- *                                release_pending (next commit or
- *                                wc_release_freed)
+ *   superseded -> pending        free_superseded (the commit, before its
+ *                                drain; DRAM only)
+ *   pending -> free              invalidate_pending (next commit), its
+ *                                drain, release_pending (the commit after
+ *                                it, or wc_release_freed)
  *   committed -> under wb -> free writeback.c, after the origin is durable
  *   any -> free                  io.c wc_discard (invalidate, drain, free)
  */
@@ -212,16 +214,18 @@ static int pending_push(struct wc_cache *c, uint32_t idx)
 	return 0;
 }
 
-/* commit_lock held, right after a drain by this thread that followed
- * invalidate_pending: the invalidations are durable, the blocks may be
- * reused. */
-static void release_pending(struct wc_cache *c)
+/* commit_lock held, after a drain by this thread that followed the
+ * invalidation of the first n pending blocks: they may be reused. */
+static void release_pending(struct wc_cache *c, size_t n)
 {
-	if (!c->pending_n)
+	WC_ASSERT(n <= c->pending_n && c->pending_durable <= c->pending_n);
+	if (!n)
 		return;
-	wc_free_batch(c, c->pending, c->pending_n);
-	c->pending_n = 0;
-	atomic_store_explicit(&c->pending_count, 0, memory_order_relaxed);
+	wc_free_batch(c, c->pending, n);
+	memmove(c->pending, c->pending + n, (c->pending_n - n) * sizeof(*c->pending));
+	c->pending_n -= n;
+	c->pending_durable = c->pending_durable > n ? c->pending_durable - n : 0;
+	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
 }
 
 /* Shard s's chain for origin block `origin`, after the commit of epoch e
@@ -274,15 +278,17 @@ static bool free_dead_everywhere(struct wc_cache *c, struct wc_shard *s, uint64_
 	return true;
 }
 
-/* After the commit of epoch e: the versions its writers superseded are
- * dead.  Unlink them into `pending`; their invalidations go out with the
- * next commit's data and share its first drain (invariant (5) holds: they
- * join the free lists only in release_pending).  Issuing them here would
- * make this commit's last unlock wait for their write-back: a FUA write
- * would pay three memory round trips (data and entry, commit record,
- * invalidations) instead of two.  Until then they stay valid on pmem, older
- * than the committed newer version that recovery prefers.  Empties the
- * shards' logs of e. */
+/* The commit of epoch e, before its drain: the versions its writers
+ * superseded are dead once that drain makes e's record durable.  Unlink them
+ * into `pending` (DRAM only, under commit_lock, so nobody invalidates them
+ * before the commit point: invariant (8)); their invalidations go out with
+ * the next commit's entries and share its drain, and they join the free
+ * lists only after that (invariant (5), release_pending).  Issuing them in
+ * this commit would make a FUA write pay a third memory round trip (data
+ * and entry, commit record, invalidations).  Until then they stay valid on
+ * pmem, older than the committed newer version that recovery prefers.
+ * Done before the drain so that nothing after it takes a locked
+ * instruction (storelock.h). */
 static void free_superseded(struct wc_cache *c, uint64_t e, uint64_t logged)
 {
 	unsigned par = e & 1;
@@ -305,10 +311,6 @@ static void free_superseded(struct wc_cache *c, uint64_t e, uint64_t logged)
 		}
 		if (ok && (s->log_lost[par] || everywhere)) /* under the lock */
 			ok = free_dead_everywhere(c, s, e);
-		/* The epoch of this parity is the next writers' but one: the
-		 * commit of e + 1 must end before anyone logs here again. */
-		__atomic_store_n(&s->log_n[par], 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->log_lost[par], false, __ATOMIC_RELAXED);
 		wc_spin_unlock(&s->lock);
 	}
 	if (!ok)
@@ -316,9 +318,22 @@ static void free_superseded(struct wc_cache *c, uint64_t e, uint64_t logged)
 	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
 }
 
-/* commit_lock held: issue the invalidations of the pending blocks; the
- * caller's next drain makes them durable. */
-static void invalidate_pending(struct wc_cache *c)
+/* Empty the shards' logs of e, once free_superseded and flush_entry_log
+ * have read them.  No lock: the epoch of this parity is the next writers'
+ * but one, and the commit of e + 1 must end before anyone logs here again. */
+static void logs_reset(struct wc_cache *c, uint64_t e, uint64_t logged)
+{
+	for (uint64_t m = logged; m; m &= m - 1) {
+		struct wc_shard *s = &c->shards[__builtin_ctzll(m)];
+
+		__atomic_store_n(&s->log_n[e & 1], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->log_lost[e & 1], false, __ATOMIC_RELAXED);
+	}
+}
+
+/* commit_lock held: issue the invalidations of pending blocks [from, to);
+ * the caller's next drain makes them durable. */
+static void invalidate_pending(struct wc_cache *c, size_t from, size_t to)
 {
 	const void *flushed = NULL;
 
@@ -326,10 +341,10 @@ static void invalidate_pending(struct wc_cache *c)
 	 * the line (CLFLUSHOPT; CLWB on some CPUs), and the next store into
 	 * it would wait for a read-for-ownership (a group's entries share
 	 * lines). */
-	for (size_t i = 0; i < c->pending_n; i++)
+	for (size_t i = from; i < to; i++)
 		__atomic_store_n(&wc_pmem_entry(c->base, &c->layout, c->pending[i])->seq, WC_NONE,
 		                 __ATOMIC_RELAXED);
-	for (size_t i = 0; i < c->pending_n; i++) {
+	for (size_t i = from; i < to; i++) {
 		const void *line = wc_line_of(wc_pmem_entry(c->base, &c->layout, c->pending[i]));
 
 		if (line != flushed)
@@ -338,22 +353,31 @@ static void invalidate_pending(struct wc_cache *c)
 	}
 }
 
+/* Invalidate what is not yet durably invalid, drain if that or the caller
+ * stored anything, free every pending block. */
+static void release_all_pending(struct wc_cache *c, bool stored)
+{
+	if (c->pending_n > c->pending_durable) {
+		invalidate_pending(c, c->pending_durable, c->pending_n);
+		stored = true;
+	}
+	if (stored)
+		wc_persist_drain(&c->fp);
+	release_pending(c, c->pending_n);
+}
+
 void wc_release_freed_locked(struct wc_cache *c)
 {
-	if (c->pending_n) {
-		invalidate_pending(c);
-		wc_persist_drain(&c->fp);
-		release_pending(c);
-	}
+	release_all_pending(c, false);
 }
 
 void wc_release_freed(struct wc_cache *c)
 {
 	if (!atomic_load_explicit(&c->pending_count, memory_order_relaxed))
 		return;
-	pthread_mutex_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit_lock);
 	wc_release_freed_locked(c);
-	pthread_mutex_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit_lock);
 }
 
 /* Start write-back of the entries epoch e published and add up its record:
@@ -513,13 +537,9 @@ void wc_commit_confirm_locked(struct wc_cache *c)
 {
 	bool stored;
 
-	WC_ASSERT(wc_mutex_is_locked(&c->commit_lock));
+	WC_ASSERT(wc_storelock_is_held(&c->commit_lock));
 	stored = floor_raise(c);
-
-	if (c->pending_n)
-		wc_release_freed_locked(c); /* drains the floor too */
-	else if (stored)
-		wc_persist_drain(&c->fp);
+	release_all_pending(c, stored);
 }
 
 /* commit_lock held, after the commit of `epoch` at `now`. */
@@ -551,7 +571,7 @@ uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms)
 
 	if (now < age_ms)
 		return 0;
-	pthread_mutex_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit_lock);
 	n = c->age_marks_n;
 	/* Newest first: the first mark old enough dates its epoch and every
 	 * epoch before it. */
@@ -563,7 +583,7 @@ uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit_lock);
 	return horizon;
 }
 
@@ -583,15 +603,17 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	uint64_t target = atomic_load(&c->epoch), e;
 	struct wc_pmem_record rec;
 	uint64_t logged;
+	size_t old_pending;
+	bool complete;
 	uint32_t now;
 	int err, ret = 0;
 
-	pthread_mutex_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit_lock);
 	if (count_flush)
 		c->flushes++;
 	err = wc_has_error(c);
 	if (err) {
-		pthread_mutex_unlock(&c->commit_lock);
+		wc_storelock_unlock(&c->commit_lock);
 		return wc_err(-EIO, "%s: commit refused: the cache is in error state (%d)",
 		              c->cache_path, err);
 	}
@@ -610,10 +632,17 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	}
 	atomic_store_explicit(&c->epoch, e + 1, memory_order_seq_cst);
 	logged = wait_epoch_quiet(c, e);
+	/* The last commit's drain made these invalidations durable. */
+	release_pending(c, c->pending_durable);
 	if (c->hooks && c->hooks->commit_quiet)
 		c->hooks->commit_quiet(c->hooks->commit_quiet_arg);
-	invalidate_pending(c);                       /* the last commit's frees */
-	if (flush_entry_log(c, e, logged, &rec)) {
+	/* Those the last commit found: invalidated now, with e's entries. */
+	old_pending = c->pending_n;
+	free_superseded(c, e, logged);               /* e's dead versions: next time */
+	invalidate_pending(c, 0, old_pending);
+	complete = flush_entry_log(c, e, logged, &rec);
+	logs_reset(c, e, logged);
+	if (complete) {
 		/* Invariant (9): the record proves itself; one drain makes
 		 * entries, record and invalidations durable together. */
 		struct wc_pmem_record *slot = wc_pmem_record(c->base, (unsigned)(e & 1));
@@ -621,25 +650,29 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 		memcpy(slot, &rec, offsetof(struct wc_pmem_record, pad));
 		wc_persist_range(&c->fp, slot, offsetof(struct wc_pmem_record, pad));
 		wc_persist_drain(&c->fp);              /* the commit point */
-		release_pending(c);
+		/* Freed by the next commit, or by whoever needs blocks
+		 * (wc_release_freed): a free list's lock taken here would
+		 * wait for this drain to complete. */
+		c->pending_durable = old_pending;
 	} else {
 		/* Not every entry is listed: drain them first, then move the
 		 * floor (invariant (3)), as version 1 committed every epoch. */
 		wc_persist_drain(&c->fp);              /* the writers flushed the unlisted */
-		release_pending(c);
+		release_pending(c, old_pending);
 		wc_persist_store8(&c->fp, &wc_sb(c->base)->seq_count, e + 1);
 		wc_persist_drain(&c->fp);              /* the commit point */
 		c->durable_floor = e + 1;
 	}
+	/* No locked instruction from the drain to the return (storelock.h):
+	 * the caller runs on while the lines are written back. */
 	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);
 	now = wc_now_ms(c);
 	age_mark(c, e, now);
 	atomic_store_explicit(&c->published, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->last_commit_ms, now, memory_order_relaxed);
 	c->commits++;
-	free_superseded(c, e, logged);
 out:
-	pthread_mutex_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit_lock);
 	return ret;
 }
 
@@ -660,7 +693,7 @@ void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
 {
 	/* Lock order: commit_lock before a shard lock (cache_impl.h). */
 	WC_ASSERT(!wc_spin_held_by_me(&s->lock));
-	pthread_mutex_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit_lock);
 	wc_commit_confirm_locked(c);
 	wc_spin_lock(&s->lock);
 }
@@ -668,5 +701,5 @@ void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
 void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s)
 {
 	wc_spin_unlock(&s->lock);
-	pthread_mutex_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit_lock);
 }

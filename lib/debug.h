@@ -11,18 +11,6 @@
 #ifndef WC_DEBUG_H
 #define WC_DEBUG_H
 
-#include <errno.h>
-#include <pthread.h>
-
-/* Held by some thread (a default mutex cannot say which).  For WC_ASSERT. */
-static inline int wc_mutex_is_locked(pthread_mutex_t *m)
-{
-	if (pthread_mutex_trylock(m) == EBUSY)
-		return 1;
-	pthread_mutex_unlock(m);
-	return 0;
-}
-
 #ifdef WC_DEBUG
 #include <stdio.h>
 #include <stdlib.h>

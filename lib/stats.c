@@ -42,10 +42,10 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 	st->free_blocks = wc_free_count(c) + atomic_load(&c->pending_count);
 	st->writeback_blocks = atomic_load(&c->wb_inflight);
 	st->writes_blocked_on_freelist = atomic_load(&c->blocked_on_freelist);
-	pthread_mutex_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit_lock);
 	st->flushes = c->flushes;
 	st->commits = c->commits;
-	pthread_mutex_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit_lock);
 	st->writeback_ios = atomic_load_explicit(&c->wb_ios, memory_order_relaxed);
 	st->writeback_bytes = atomic_load_explicit(&c->wb_bytes, memory_order_relaxed);
 	st->writeback_errors = atomic_load_explicit(&c->wb_errors, memory_order_relaxed);
@@ -106,9 +106,9 @@ void wc_clear_stats(wc_cache *c)
 		wc_spin_unlock(&s->lock);
 	}
 	atomic_store(&c->blocked_on_freelist, 0);
-	pthread_mutex_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit_lock);
 	c->flushes = c->commits = 0;
-	pthread_mutex_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit_lock);
 	atomic_store(&c->wb_ios, 0);
 	atomic_store(&c->wb_bytes, 0);
 	atomic_store(&c->wb_errors, 0);
