@@ -3,11 +3,25 @@
  * alloc.c -- free cache blocks.
  *
  * The free blocks are spread over WC_FREE_PARTS stacks, each with its own
- * lock; a thread starts at "its" stack and steals from the others when it is
- * empty, so two writers rarely touch the same lock or cache line.  A write
- * takes all the blocks of a request's group in one lock round.  A block enters a
- * free list only after its pmem entry was invalidated AND drained: otherwise a
- * crash after reuse could pair the old entry with new data.
+ * lock; a thread starts at "its" stack and takes from the others when it has
+ * nothing to give, so two writers rarely touch the same lock or cache line.
+ * A write takes all the blocks of a request's group in one lock round.  A
+ * block enters a free list only after its pmem entry was invalidated AND
+ * drained: otherwise a crash after reuse could pair the old entry with new
+ * data.
+ *
+ * Recently freed blocks first, from any stack, before a block that has been
+ * free since the cache was opened.  The blocks a writer frees are the
+ * versions it superseded, in pages it touched when it wrote them; the blocks
+ * free since open lie anywhere in the cache.  A thread that took the latter
+ * whenever its own stack had no fresh block (a stack gets one free in
+ * WC_FREE_PARTS) walked the whole cache: with a quarter of it written, it
+ * touched four times the pages the same writes touch in place, and under a
+ * hypervisor whose page translation is costly (this project's VM, 4 KiB
+ * pages) QD1 FUA writes ran at half the rate they reach on reused blocks
+ * (wcbench run --fua, 10 interleaved pairs: 0.42-0.85 M vs 0.77-1.37 M
+ * IOPS).  Each stack keeps its blocks free since open at its bottom,
+ * stack[0, cold), and the recently freed above them.
  */
 #include <time.h>
 
@@ -45,6 +59,7 @@ int wc_freelist_init(struct wc_cache *c)
 		atomic_init(&c->free[i].lock.held, 0);
 		c->free[i].stack = c->free_table + i * per;
 		c->free[i].count = 0;
+		c->free[i].cold = 0;
 	}
 	pthread_mutex_init(&c->free_wait_lock, NULL);
 	pthread_cond_init(&c->free_cond, NULL);
@@ -69,27 +84,61 @@ uint64_t wc_free_count(struct wc_cache *c)
 	return n;
 }
 
-/* Up to `want` blocks from the first list that has any, in one lock round. */
+void wc_freelist_mark_cold(struct wc_cache *c)
+{
+	for (unsigned i = 0; i < WC_FREE_PARTS; i++) {
+		wc_spin_lock(&c->free[i].lock);
+		__atomic_store_n(&c->free[i].cold, c->free[i].count, __ATOMIC_RELAXED);
+		wc_spin_unlock(&c->free[i].lock);
+	}
+}
+
+/* Up to `want` blocks of stack p (lock held): recently freed ones, from its
+ * top; or ones free since open, from the top of stack[0, cold), each hole
+ * filled with the topmost recent block, so both parts stay contiguous and
+ * the old blocks still pop in the order they were pushed.  The counts are
+ * also read without the lock (a hint), so they are stored whole. */
+static unsigned pop_locked(struct wc_freelist *p, uint32_t *out, unsigned want, bool from_cold)
+{
+	uint64_t count = p->count, cold = p->cold;
+	unsigned n = 0;
+
+	if (!from_cold)
+		while (n < want && count > cold)
+			out[n++] = p->stack[--count];
+	else
+		while (n < want && cold) {
+			out[n++] = p->stack[cold - 1];
+			p->stack[cold - 1] = p->stack[count - 1];
+			cold--;
+			count--;
+		}
+	__atomic_store_n(&p->count, count, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->cold, cold, __ATOMIC_RELAXED);
+	return n;
+}
+
+/* Up to `want` blocks in one lock round: recently freed ones from the first
+ * stack that has any (this thread's first), else ones free since open. */
 static unsigned pop_some(struct wc_cache *c, uint32_t *out, unsigned want)
 {
 	if (thread_part == ~0u)
 		thread_part = atomic_fetch_add(&c->free_rr, 1);
-	for (unsigned k = 0; k < WC_FREE_PARTS; k++) {
-		struct wc_freelist *p = &c->free[(thread_part + k) % WC_FREE_PARTS];
-		unsigned n = 0;
+	for (unsigned from_cold = 0; from_cold < 2; from_cold++)
+		for (unsigned k = 0; k < WC_FREE_PARTS; k++) {
+			struct wc_freelist *p = &c->free[(thread_part + k) % WC_FREE_PARTS];
+			uint64_t count = __atomic_load_n(&p->count, __ATOMIC_RELAXED);
+			uint64_t cold = __atomic_load_n(&p->cold, __ATOMIC_RELAXED);
+			unsigned n;
 
-		if (!__atomic_load_n(&p->count, __ATOMIC_RELAXED))
-			continue;
-		wc_spin_lock(&p->lock);
-		while (n < want && p->count > n) {
-			out[n] = p->stack[p->count - 1 - n];
-			n++;
+			if (from_cold ? !cold : count <= cold)
+				continue;
+			wc_spin_lock(&p->lock);
+			n = pop_locked(p, out, want, from_cold);
+			wc_spin_unlock(&p->lock);
+			if (n)
+				return n;
 		}
-		__atomic_store_n(&p->count, p->count - n, __ATOMIC_RELAXED);
-		wc_spin_unlock(&p->lock);
-		if (n)
-			return n;
-	}
 	return 0;
 }
 

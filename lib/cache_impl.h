@@ -124,6 +124,10 @@ struct wc_freelist {
 	struct wc_spinlock lock;
 	uint32_t *stack;           /* room for every block whose index selects it */
 	uint64_t count;
+	/* stack[0, cold): free since the cache was opened, on pages this
+	 * process may not have touched; stack[cold, count): freed since
+	 * (alloc.c). */
+	uint64_t cold;
 } __attribute__((aligned(64)));
 
 struct wc_cache {
@@ -276,6 +280,7 @@ void wc_freelist_fini(struct wc_cache *c);
 int wc_alloc_blocks(struct wc_cache *c, uint32_t *out, unsigned want);
 /* Give back blocks whose invalidation is already durable. */
 void wc_free_batch(struct wc_cache *c, const uint32_t *idx, size_t n);
+void wc_freelist_mark_cold(struct wc_cache *c);
 uint64_t wc_free_count(struct wc_cache *c);
 void wc_wake_freelist_waiters(struct wc_cache *c);
 

@@ -151,6 +151,7 @@ int wc_recover(struct wc_cache *c)
 		if (!(c->e[i].flags & WC_E_CURRENT))
 			fre[n_free++] = (uint32_t)i;
 	wc_free_batch(c, fre, n_free);
+	wc_freelist_mark_cold(c);
 	free(fre);
 	atomic_store(&c->epoch, seq_count);
 	atomic_store(&c->committed_seq, seq_count);
