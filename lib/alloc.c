@@ -118,28 +118,30 @@ static unsigned pop_locked(struct wc_freelist *p, uint32_t *out, unsigned want, 
 	return n;
 }
 
-/* Up to `want` blocks in one lock round: recently freed ones from the first
- * stack that has any (this thread's first), else ones free since open. */
+/* Up to `want` blocks, one lock round per stack that gives any: recently
+ * freed ones (this thread's stack first), then ones free since open.  A
+ * request's group gets all its blocks here when the cache has them, so it
+ * is copied and published in one round: a stack holds only an eighth of the
+ * recent frees. */
 static unsigned pop_some(struct wc_cache *c, uint32_t *out, unsigned want)
 {
+	unsigned got = 0;
+
 	if (thread_part == ~0u)
 		thread_part = atomic_fetch_add(&c->free_rr, 1);
-	for (unsigned from_cold = 0; from_cold < 2; from_cold++)
-		for (unsigned k = 0; k < WC_FREE_PARTS; k++) {
+	for (unsigned from_cold = 0; from_cold < 2 && got < want; from_cold++)
+		for (unsigned k = 0; k < WC_FREE_PARTS && got < want; k++) {
 			struct wc_freelist *p = &c->free[(thread_part + k) % WC_FREE_PARTS];
 			uint64_t count = __atomic_load_n(&p->count, __ATOMIC_RELAXED);
 			uint64_t cold = __atomic_load_n(&p->cold, __ATOMIC_RELAXED);
-			unsigned n;
 
 			if (from_cold ? !cold : count <= cold)
 				continue;
 			wc_spin_lock(&p->lock);
-			n = pop_locked(p, out, want, from_cold);
+			got += pop_locked(p, out + got, want - got, from_cold);
 			wc_spin_unlock(&p->lock);
-			if (n)
-				return n;
 		}
-	return 0;
+	return got;
 }
 
 void wc_wake_freelist_waiters(struct wc_cache *c)
