@@ -286,6 +286,9 @@ void wc_wake_freelist_waiters(struct wc_cache *c);
 
 /* ---- commit.c ---- */
 int wc_commit(struct wc_cache *c, bool count_flush);
+/* A FUA write's commit: `epoch` is the one its last block was published
+ * into (io.c). */
+int wc_commit_published(struct wc_cache *c, uint64_t epoch);
 /* The epoch new entries stamp: read under the shard lock that publishes
  * them (commit.c, wait_epoch_quiet). */
 static inline uint64_t wc_epoch_current(struct wc_cache *c)

@@ -598,9 +598,12 @@ static bool epoch_has_blocks(struct wc_cache *c, uint64_t e)
 	return false;
 }
 
-int wc_commit(struct wc_cache *c, bool count_flush)
+/* Commit so that epoch `target` is committed.  `has_blocks`: the caller
+ * published into it (a FUA write), so there is no need to look at every
+ * shard for a block first. */
+static int commit(struct wc_cache *c, uint64_t target, bool has_blocks, bool count_flush)
 {
-	uint64_t target = atomic_load(&c->epoch), e;
+	uint64_t e;
 	struct wc_pmem_record rec;
 	uint64_t logged;
 	size_t old_pending;
@@ -620,8 +623,10 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 	/* Group commit: another thread committed our epoch while we waited. */
 	if (atomic_load(&c->committed_seq) > target)
 		goto out;
+	/* The epoch moves only here, under commit_lock: target not yet
+	 * committed means it is still the writers' epoch. */
 	e = atomic_load(&c->epoch);
-	if (!epoch_has_blocks(c, e))
+	if (!(has_blocks && e == target) && !epoch_has_blocks(c, e))
 		goto out; /* invariant (6): nothing new, no fence */
 
 	if (e + 1 >= WC_SEQ_MAX) {
@@ -674,6 +679,16 @@ int wc_commit(struct wc_cache *c, bool count_flush)
 out:
 	wc_storelock_unlock(&c->commit_lock);
 	return ret;
+}
+
+int wc_commit(struct wc_cache *c, bool count_flush)
+{
+	return commit(c, atomic_load(&c->epoch), false, count_flush);
+}
+
+int wc_commit_published(struct wc_cache *c, uint64_t epoch)
+{
+	return commit(c, epoch, true, false);
 }
 
 /* Every uncommitted write came after the last commit: if that was

@@ -220,9 +220,9 @@ static int count_published(struct wc_cache *c, uint64_t epoch, unsigned n)
 }
 
 /* Publish n freshly copied blocks for origin blocks block..block+n-1 (one
- * group, shard s): one epoch, one shard lock round. */
+ * group, shard s): one epoch (stored in *published), one shard lock round. */
 static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const uint32_t *idx,
-                   unsigned n)
+                   unsigned n, uint64_t *published)
 {
 	uint64_t epoch;
 	unsigned allocated = 0, par, logged;
@@ -233,6 +233,7 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 	wc_persist_order_before_lock(&c->fp);
 	wc_spin_lock(&s->lock);
 	epoch = wc_epoch_current(c);
+	*published = epoch;
 	par = epoch & 1;
 	logged = wc_shard_log_room(s, par, n);
 	for (unsigned i = 0; i < n; i++) {
@@ -296,8 +297,11 @@ static bool cached(struct wc_cache *c, uint64_t block)
 }
 
 /* Write n blocks of one group: as many fresh blocks as the free lists give
- * at a time (a cache smaller than a group still makes progress). */
-static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsigned n)
+ * at a time (a cache smaller than a group still makes progress).  *published:
+ * the epoch of the last publication, WC_NONE if the group went around the
+ * cache. */
+static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsigned n,
+                       uint64_t *published)
 {
 	struct wc_shard *s = wc_shard_of(c, block);
 	uint32_t bs = c->layout.block_size, idx[WC_GROUP];
@@ -312,6 +316,7 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 			while ((unsigned)got < n && !cached(c, block + (unsigned)got))
 				got++;
 			ret = write_around(c, src, block, (unsigned)got);
+			*published = WC_NONE;
 		} else {
 			/* Cleaner mode decides block by block. */
 			got = wc_alloc_blocks(c, idx, cleaner ? 1 : n);
@@ -326,7 +331,7 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 				              (size_t)(j - i) * bs);
 			}
 			prefetch_chain(c, s, block);
-			ret = publish(c, s, block, idx, (unsigned)got);
+			ret = publish(c, s, block, idx, (unsigned)got, published);
 		}
 		if (ret)
 			return ret;
@@ -339,6 +344,7 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 
 ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsigned flags)
 {
+	uint64_t published = WC_NONE;
 	int ret, err;
 
 	if (!c)
@@ -357,13 +363,15 @@ ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsi
 		uint64_t group_end = (block | (WC_GROUP - 1)) + 1;
 		unsigned n = (unsigned)((end < group_end ? end : group_end) - block);
 
-		ret = write_group(c, (const char *)buf + ((block << c->block_shift) - offset), block, n);
+		ret = write_group(c, (const char *)buf + ((block << c->block_shift) - offset), block, n,
+		                  &published);
 		if (ret)
 			return ret;
 		block += n;
 	}
 	if ((flags & WC_FUA) && c->cfg.fua) {
-		ret = wc_commit(c, false);
+		/* Epochs only grow: committing the last block's commits all. */
+		ret = published != WC_NONE ? wc_commit_published(c, published) : wc_commit(c, false);
 		if (ret)
 			return ret;
 	}
