@@ -5,8 +5,8 @@
  * The free blocks are spread over WC_FREE_PARTS stacks, each with its own
  * lock; a thread starts at "its" stack and takes from the others when it has
  * nothing to give, so two writers rarely touch the same lock or cache line.
- * A write takes all the blocks of a request's group in one lock round.  A
- * block enters a free list only after its pmem entry was invalidated AND
+ * A write takes all the blocks of a request's group at once, one lock round
+ * per stack that gives any.  A block enters a free list only after its pmem entry was invalidated AND
  * drained: otherwise a crash after reuse could pair the old entry with new
  * data.
  *
@@ -18,9 +18,9 @@
  * WC_FREE_PARTS) walked the whole cache: with a quarter of it written, it
  * touched four times the pages the same writes touch in place, and under a
  * hypervisor whose page translation is costly (this project's VM, 4 KiB
- * pages) QD1 FUA writes ran at half the rate they reach on reused blocks
- * (wcbench run --fua, 10 interleaved pairs: 0.42-0.85 M vs 0.77-1.37 M
- * IOPS).  Each stack keeps its blocks free since open at its bottom,
+ * pages) QD1 FUA writes ran at two thirds of the rate they reach on
+ * reused blocks (wcbench run --fua --no-floor, 6 interleaved pairs: 0.84 M
+ * vs 1.29 M IOPS, medians).  Each stack keeps its blocks free since open at its bottom,
  * stack[0, cold), and the recently freed above them.
  */
 #include <time.h>

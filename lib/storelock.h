@@ -20,7 +20,7 @@
  * marking the word between that load and that store is not woken: it sleeps
  * at most WC_STORELOCK_NAP_NS and tries again.  That window is a few
  * instructions wide; waiting for a whole commit is the common case, and it
- * is woken.  Not recursive; any thread may not release another's lock.
+ * is woken.  Not recursive; only the holder releases it.
  */
 #ifndef WC_STORELOCK_H
 #define WC_STORELOCK_H
