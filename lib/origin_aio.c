@@ -284,11 +284,23 @@ static int check_request(struct aio_origin *a, const struct wc_origin_io *io)
 	return 0;
 }
 
+/* "write at offset 4096", or "flush": a flush has no offset. */
+static const char *op_where(char *buf, size_t len, const struct wc_origin_io *io)
+{
+	if (io->op == WC_ORIGIN_FLUSH)
+		snprintf(buf, len, "flush");
+	else
+		snprintf(buf, len, "%s at offset %llu", wc_origin_op_name(io->op),
+		         (unsigned long long)io->offset);
+	return buf;
+}
+
 static int aio_submit(void *ctx, struct wc_origin_io *io)
 {
 	struct aio_origin *a = ctx;
 	struct aio_slot *slot;
 	struct iocb *cbs[1];
+	char where[48];
 	int ret, eagain = 0;
 
 	ret = check_request(a, io);
@@ -297,8 +309,8 @@ static int aio_submit(void *ctx, struct wc_origin_io *io)
 	while (!(slot = slot_get(a))) {
 		ret = reap_to_stash(a, AIO_SUBMIT_WAIT_SLICE_NS);
 		if (ret < 0)
-			return wc_err_sys(ret, "origin %s: %s at offset %llu: io_getevents while waiting for a free slot",
-			                  a->desc, wc_origin_op_name(io->op), (unsigned long long)io->offset);
+			return wc_err_sys(ret, "origin %s: %s: io_getevents while waiting for a free slot",
+			                  a->desc, op_where(where, sizeof(where), io));
 	}
 	if (io->op == WC_ORIGIN_WRITE)
 		io_prep_pwritev(&slot->cb, a->fd, io->iov, io->iovcnt, (long long)io->offset);
@@ -332,8 +344,7 @@ static int aio_submit(void *ctx, struct wc_origin_io *io)
 	slot_put(a, slot);
 	if (ret >= 0)
 		ret = -EIO; /* io_submit took none of one request */
-	return wc_err_sys(ret, "origin %s: io_submit %s at offset %llu", a->desc, wc_origin_op_name(io->op),
-	                  (unsigned long long)io->offset);
+	return wc_err_sys(ret, "origin %s: io_submit %s", a->desc, op_where(where, sizeof(where), io));
 }
 
 /* ------------------------------------------------------------ other ops */
