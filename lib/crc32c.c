@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include "crc32c.h"
+#include "flush/engine.h" /* wc_cpu_get: the one CPUID reader */
 
 static uint32_t table[256];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
@@ -59,7 +60,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, con
 
 bool wc_crc32c_hw_available(void)
 {
-	return __builtin_cpu_supports("sse4.2");
+	return (wc_cpu_get()->features & WC_CPU_SSE42) != 0;
 }
 
 uint32_t wc_crc32c_hw(uint32_t crc, const void *buf, size_t len)
@@ -69,15 +70,7 @@ uint32_t wc_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 
 uint32_t wc_crc32c(uint32_t crc, const void *buf, size_t len)
 {
-	/* Decided once; a race only decides it twice, the same way. */
-	static int hw = -1;
-	int use = __atomic_load_n(&hw, __ATOMIC_RELAXED);
-
-	if (use < 0) {
-		use = wc_crc32c_hw_available();
-		__atomic_store_n(&hw, use, __ATOMIC_RELAXED);
-	}
-	return use ? crc32c_sse42(crc, buf, len) : wc_crc32c_table(crc, buf, len);
+	return wc_crc32c_hw_available() ? crc32c_sse42(crc, buf, len) : wc_crc32c_table(crc, buf, len);
 }
 #else
 bool wc_crc32c_hw_available(void)
