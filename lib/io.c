@@ -470,11 +470,18 @@ static bool read_hit_lockless(struct wc_cache *c, struct wc_shard *s, char *dst,
 	 * outstanding. */
 	if (!__builtin_expect(ours, 1))
 		return false;
+	/* Counted before the copy, taken back if the check fails: a locked
+	 * instruction after it would wait for the copy's stores to the
+	 * caller's buffer, which otherwise drain while the caller runs on
+	 * (10 interleaved pairs of wcbench run --workload randread --no-floor:
+	 * 0.97 M -> 1.18 M hits/s, medians). */
+	atomic_fetch_add_explicit(&s->lockless_hits, 1, memory_order_relaxed);
 	copy_out(dst, block_data(c, idx), c->layout.block_size);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
+	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen) {
+		atomic_fetch_sub_explicit(&s->lockless_hits, 1, memory_order_relaxed);
 		return false;
-	atomic_fetch_add_explicit(&s->lockless_hits, 1, memory_order_relaxed);
+	}
 	return true;
 }
 #endif
