@@ -46,6 +46,10 @@ void wc_set_error(struct wc_cache *c, int err, const char *what)
 	wc_wake_freelist_waiters(c);
 }
 
+/* Tells a thread's writer slot of one open cache from another's at the
+ * same address (commit.c, wc_writer_slot). */
+static atomic_uint_fast64_t next_instance;
+
 static int cache_new(struct wc_cache **out, const char *cache_path, const struct wc_config *cfg,
                      bool open)
 {
@@ -58,6 +62,7 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return wc_err(-ENOMEM, "%s: cache state", cache_path);
+	c->instance = atomic_fetch_add(&next_instance, 1) + 1;
 	c->fd = -1;
 	ret = 0;
 	if (cfg)

@@ -5,8 +5,8 @@
  * Locking (no global lock on the I/O path):
  *  - shard->lock (a spinlock, spinlock.h): the index chains, the state of
  *    every entry whose origin block hashes to the shard, the shard's log of
- *    the current epoch, its stats, and for its holder the epoch it read
- *    (commit.c, wait_epoch_quiet).  Never held across a data copy: a writer
+ *    the current epoch, its stats, and for its holder the epoch it read.
+ *    Never held across a data copy: a writer
  *    copies into a block nobody else can see yet, a reader copies out with
  *    no lock and checks the entry's generation afterwards (io.c).
  *  - freelist part->lock (a spinlock): one of WC_FREE_PARTS free stacks.
@@ -105,7 +105,7 @@ struct wc_shard {
 	/* The blocks published into the shard per epoch parity, for the
 	 * commit of that epoch: it flushes their entries, adds up its record
 	 * and frees the versions they superseded (commit.c).  In the lock's
-	 * line, which the commit reads anyway (wait_epoch_quiet). */
+	 * line, which the commit takes anyway. */
 	uint32_t log_n[2];
 	uint32_t log_cap[2];
 	struct wc_logged *log[2];
@@ -130,8 +130,25 @@ struct wc_freelist {
 	uint64_t cold;
 } __attribute__((aligned(64)));
 
+/*
+ * One per writing thread (commit.c, wait_epoch_quiet): whether the thread
+ * is inside a publication, and which shards it published into in the epoch
+ * of each parity.  Its own line, stored by its thread alone with plain
+ * stores and read by the committer.  The last slot is shared by threads
+ * that came after the others were taken: they mark it with atomic ORs, and
+ * a commit waits for them the way it did for every writer before slots, by
+ * seeing each shard lock free.
+ */
+#define WC_WRITER_SLOTS 64u
+struct wc_writer_slot {
+	uint32_t active;
+	bool shared;
+	uint64_t shards[2];
+} __attribute__((aligned(64)));
+
 struct wc_cache {
 	/* identity and geometry */
+	uint64_t instance;               /* unique per open in this process */
 	char *cache_path;
 	struct wc_config cfg;
 	struct wc_layout layout;
@@ -167,6 +184,8 @@ struct wc_cache {
 	atomic_uint_fast64_t blocked_on_freelist;
 
 	/* commit state (commit.c) */
+	struct wc_writer_slot writer_slots[WC_WRITER_SLOTS];
+	atomic_uint writer_slots_used;       /* taken so far; > WC_WRITER_SLOTS - 1: the shared one too */
 	struct wc_storelock commit_lock;     /* storelock.h: why not a mutex */
 	atomic_uint_fast64_t epoch;          /* seq given to new writes */
 	atomic_uint_fast64_t committed_seq;  /* the commit point (record or floor) */
@@ -290,7 +309,8 @@ int wc_commit(struct wc_cache *c, bool count_flush);
  * into (io.c). */
 int wc_commit_published(struct wc_cache *c, uint64_t epoch);
 /* The epoch new entries stamp: read under the shard lock that publishes
- * them (commit.c, wait_epoch_quiet). */
+ * them, between wc_writer_enter and wc_writer_exit (commit.c,
+ * wait_epoch_quiet). */
 static inline uint64_t wc_epoch_current(struct wc_cache *c)
 {
 	return atomic_load_explicit(&c->epoch, memory_order_seq_cst);
@@ -307,6 +327,39 @@ bool wc_autocommit_due(struct wc_cache *c);
 /* Were blocks published into an epoch not yet committed?  (Read without
  * locks; exact for writes that completed before the call.) */
 bool wc_uncommitted(struct wc_cache *c);
+/* The calling thread's writer slot in cache c. */
+struct wc_writer_slot *wc_writer_slot(struct wc_cache *c);
+
+/* A publication: enter before the shard lock's exchange (which orders the
+ * store before the epoch is read), mark the shard once the epoch is read,
+ * exit after the unlock (commit.c, wait_epoch_quiet). */
+static inline void wc_writer_enter(struct wc_writer_slot *w)
+{
+	if (w->shared)
+		return;
+	__atomic_store_n(&w->active, 1, __ATOMIC_RELAXED);
+#if !defined(__x86_64__) && !defined(__i386__)
+	/* On x86 the shard lock's exchange orders this store before the
+	 * epoch's load; C11 alone does not. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+static inline void wc_writer_mark(struct wc_writer_slot *w, unsigned par, unsigned shard)
+{
+	uint64_t bit = 1ull << shard;
+
+	if (w->shared)
+		__atomic_fetch_or(&w->shards[par], bit, __ATOMIC_RELAXED);
+	else if (!(__atomic_load_n(&w->shards[par], __ATOMIC_RELAXED) & bit))
+		__atomic_store_n(&w->shards[par], w->shards[par] | bit, __ATOMIC_RELAXED);
+}
+
+static inline void wc_writer_exit(struct wc_writer_slot *w)
+{
+	if (!w->shared)
+		__atomic_store_n(&w->active, 0, __ATOMIC_RELEASE);
+}
 int wc_shard_logs_init(struct wc_cache *c);
 /* Shard lock held: make room for n more blocks in s's log of parity par;
  * returns how many fit (fewer only when out of memory). */

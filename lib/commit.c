@@ -24,8 +24,9 @@
  *       entries and logs them in the shard's log of
  *       the epoch (wc_shard.log) under that lock.
  *   (2) The commit of E first moves new writers to E+1, then waits until
- *       every shard lock was seen free (wait_epoch_quiet): every entry of E
- *       is stored and logged, and by (1) its data is persistent.
+ *       every writer's slot was seen outside a publication
+ *       (wait_epoch_quiet): every entry of E is stored and logged, and by
+ *       (1) its data is persistent.
  *   (3) The commit point moves atomically: a record is one line whose CRC
  *       and digest either match everything it claims or make it void, and
  *       seq_count is one aligned 8-byte store.
@@ -318,9 +319,29 @@ static void free_superseded(struct wc_cache *c, uint64_t e, uint64_t logged)
 	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
 }
 
+/* The writer slots in use: a thread's slot is taken before its first
+ * publication, by a locked instruction (wc_writer_slot). */
+static unsigned writer_slots_in_use(struct wc_cache *c)
+{
+	unsigned n = atomic_load(&c->writer_slots_used);
+
+	return n < WC_WRITER_SLOTS ? n : WC_WRITER_SLOTS;
+}
+
+/* The shards some writer published into in the epoch of parity par. */
+static uint64_t writers_logged(struct wc_cache *c, unsigned par)
+{
+	uint64_t logged = 0;
+
+	for (unsigned k = 0, n = writer_slots_in_use(c); k < n; k++)
+		logged |= __atomic_load_n(&c->writer_slots[k].shards[par], __ATOMIC_RELAXED);
+	return logged;
+}
+
 /* Empty the shards' logs of e, once free_superseded and flush_entry_log
- * have read them.  No lock: the epoch of this parity is the next writers'
- * but one, and the commit of e + 1 must end before anyone logs here again. */
+ * have read them, and the writers' marks of them.  No lock: the epoch of
+ * this parity is the next writers' but one, and the commit of e + 1 must
+ * end before anyone logs or marks here again. */
 static void logs_reset(struct wc_cache *c, uint64_t e, uint64_t logged)
 {
 	for (uint64_t m = logged; m; m &= m - 1) {
@@ -329,6 +350,47 @@ static void logs_reset(struct wc_cache *c, uint64_t e, uint64_t logged)
 		__atomic_store_n(&s->log_n[e & 1], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->log_lost[e & 1], false, __ATOMIC_RELAXED);
 	}
+	for (unsigned k = 0, n = writer_slots_in_use(c); k < n; k++)
+		if (__atomic_load_n(&c->writer_slots[k].shards[e & 1], __ATOMIC_RELAXED))
+			__atomic_store_n(&c->writer_slots[k].shards[e & 1], 0, __ATOMIC_RELAXED);
+}
+
+/* A thread's slot per cache it writes to, found by the cache's instance
+ * number (an address may be reused by the next open). */
+#define WRITER_TLS 4u
+static __thread struct {
+	uint64_t instance;
+	struct wc_writer_slot *slot;
+} writer_tls[WRITER_TLS];
+static __thread unsigned writer_tls_next;
+
+/* A thread's first publication into c takes the next free slot, or the
+ * shared last one when the others are taken (slots are not given back when
+ * a thread exits: a process that keeps starting writer threads ends up on
+ * the shared slot, correct, with a locked OR per write and commits that
+ * look at every shard lock).  The slot is counted in by a locked
+ * instruction before the thread first marks itself active, so a commit
+ * that does not count it committed before the thread's first read of the
+ * epoch. */
+static struct wc_writer_slot *writer_slot_take(struct wc_cache *c)
+{
+	unsigned k = atomic_load(&c->writer_slots_used);
+	struct wc_writer_slot *w;
+
+	while (k < WC_WRITER_SLOTS && !atomic_compare_exchange_weak(&c->writer_slots_used, &k, k + 1))
+		;
+	w = &c->writer_slots[k < WC_WRITER_SLOTS - 1 ? k : WC_WRITER_SLOTS - 1];
+	writer_tls[writer_tls_next++ % WRITER_TLS].instance = c->instance;
+	writer_tls[(writer_tls_next - 1) % WRITER_TLS].slot = w;
+	return w;
+}
+
+struct wc_writer_slot *wc_writer_slot(struct wc_cache *c)
+{
+	for (unsigned i = 0; i < WRITER_TLS; i++)
+		if (writer_tls[i].instance == c->instance)
+			return writer_tls[i].slot;
+	return writer_slot_take(c);
 }
 
 /* commit_lock held: issue the invalidations of pending blocks [from, to);
@@ -440,20 +502,12 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, uint64_t logged,
 	return complete;
 }
 
-/* Did shard s log (or fail to log) a block in the epoch of parity par?
- * Read without the shard lock. */
-static bool shard_logged(const struct wc_shard *s, unsigned par)
-{
-	return __atomic_load_n(&s->log_n[par], __ATOMIC_RELAXED) ||
-	       __atomic_load_n(&s->log_lost[par], __ATOMIC_RELAXED);
-}
-
+/* A writer marks its slot under the shard lock whenever it publishes,
+ * logged or not (io.c, publish): a shard is marked in an epoch's parity
+ * exactly when its log of that parity is not empty or lost a block. */
 bool wc_uncommitted(struct wc_cache *c)
 {
-	for (unsigned k = 0; k < WC_SHARDS; k++)
-		if (shard_logged(&c->shards[k], 0) || shard_logged(&c->shards[k], 1))
-			return true;
-	return false;
+	return (writers_logged(c, 0) | writers_logged(c, 1)) != 0;
 }
 
 int wc_shard_logs_init(struct wc_cache *c)
@@ -461,6 +515,8 @@ int wc_shard_logs_init(struct wc_cache *c)
 	/* Room for four autocommit batches spread over the shards; a shard
 	 * that needs more grows its log (wc_shard_log_room). */
 	uint64_t cap = (uint64_t)c->cfg.autocommit_blocks * 4 / WC_SHARDS + WC_GROUP;
+
+	c->writer_slots[WC_WRITER_SLOTS - 1].shared = true;
 
 	for (unsigned k = 0; k < WC_SHARDS; k++)
 		for (unsigned par = 0; par < 2; par++) {
@@ -494,29 +550,40 @@ unsigned wc_shard_log_room(struct wc_shard *s, unsigned par, unsigned n)
 
 /*
  * After the epoch moved to e + 1: wait until no writer still publishes into
- * e.  A writer reads the epoch under its shard lock (publish in io.c), after
- * the lock's exchange, so in the single order of sequentially consistent
- * operations its acquisition precedes its read of e, which precedes our
- * store of e + 1, which precedes our look at the lock word: if we see the
- * lock free, that writer has released it, its entries and log slots stored.
- * No writer counts itself in or out: the shard lock it takes anyway is the
- * only locked instruction of its publication.
+ * e, and return the shards that logged (or failed to log) a block of e.  A
+ * writer marks its slot active (wc_writer_enter), then takes its shard
+ * lock, whose exchange orders that store before its read of the epoch; we
+ * stored e + 1 with a locked instruction before we look at the slot.  So
+ * either the writer read e + 1, or we see its slot active and wait until it
+ * exits, after its unlock, its entries, log slots and mark stored.  One line
+ * per writing thread instead of one per shard: a FUA write's commit looked
+ * at all sixty-four shard locks.
  */
 static uint64_t wait_epoch_quiet(struct wc_cache *c, uint64_t e)
 {
 	uint64_t logged = 0;
 
-	for (unsigned i = 0; i < WC_SHARDS; i++) {
-		struct wc_shard *s = &c->shards[i];
+	unsigned n = writer_slots_in_use(c);
+
+	for (unsigned k = 0; k < n; k++) {
+		struct wc_writer_slot *w = &c->writer_slots[k];
 		unsigned spins = 0;
 
-		while (wc_spin_is_held(&s->lock))
+		while (__atomic_load_n(&w->active, __ATOMIC_ACQUIRE))
 			wc_spin_pause(&spins);
-		/* Final now: the shards the rest of the commit looks at (a
-		 * FUA write's commit visits one, not sixty-four). */
-		if (shard_logged(s, e & 1))
-			logged |= 1ull << i;
 	}
+	/* The shared slot's writers: a writer reads the epoch after its shard
+	 * lock's exchange, so if we see the lock free after our store of
+	 * e + 1, the writer that read e has released it. */
+	if (n == WC_WRITER_SLOTS)
+		for (unsigned i = 0; i < WC_SHARDS; i++) {
+			unsigned spins = 0;
+
+			while (wc_spin_is_held(&c->shards[i].lock))
+				wc_spin_pause(&spins);
+		}
+	for (unsigned k = 0; k < n; k++)
+		logged |= __atomic_load_n(&c->writer_slots[k].shards[e & 1], __ATOMIC_RELAXED);
 	return logged;
 }
 
@@ -592,10 +659,7 @@ uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms)
  * happened before); one still publishing belongs to no caller yet. */
 static bool epoch_has_blocks(struct wc_cache *c, uint64_t e)
 {
-	for (unsigned k = 0; k < WC_SHARDS; k++)
-		if (shard_logged(&c->shards[k], e & 1))
-			return true;
-	return false;
+	return writers_logged(c, e & 1) != 0;
 }
 
 /* Commit so that epoch `target` is committed.  `has_blocks`: the caller

@@ -201,22 +201,41 @@ static __thread struct {
 static int count_published(struct wc_cache *c, uint64_t epoch, unsigned n)
 {
 	uint32_t batch = c->cfg.autocommit_blocks / 16 ? c->cfg.autocommit_blocks / 16 : 1;
+	__typeof__(unreported) *u = &unreported; /* one thread-local lookup, not one per use */
 	uint64_t before;
 
-	if (unreported.cache != c || unreported.epoch != epoch) {
-		unreported.cache = c;
-		unreported.epoch = epoch;
-		unreported.n = 0;
+	if (u->cache != c || u->epoch != epoch) {
+		u->cache = c;
+		u->epoch = epoch;
+		u->n = 0;
 	}
-	unreported.n += n;
-	if (unreported.n < batch)
+	u->n += n;
+	if (u->n < batch)
 		return 0;
-	before = atomic_fetch_add_explicit(&c->published, unreported.n, memory_order_relaxed);
-	n = unreported.n;
-	unreported.n = 0;
+	before = atomic_fetch_add_explicit(&c->published, u->n, memory_order_relaxed);
+	n = u->n;
+	u->n = 0;
 	if (before < c->cfg.autocommit_blocks && before + n >= c->cfg.autocommit_blocks)
 		return wc_commit(c, false);
 	return 0;
+}
+
+/* The calling thread's writer slot in the cache it last wrote to, looked
+ * up in commit.c only when the cache changes. */
+static __thread struct {
+	uint64_t instance;
+	struct wc_writer_slot *slot;
+} last_slot;
+
+static struct wc_writer_slot *writer_slot(struct wc_cache *c)
+{
+	__typeof__(last_slot) *l = &last_slot;
+
+	if (l->instance != c->instance) {
+		l->slot = wc_writer_slot(c);
+		l->instance = c->instance;
+	}
+	return l->slot;
 }
 
 /* Publish n freshly copied blocks for origin blocks block..block+n-1 (one
@@ -224,10 +243,12 @@ static int count_published(struct wc_cache *c, uint64_t epoch, unsigned n)
 static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const uint32_t *idx,
                    unsigned n, uint64_t *published)
 {
+	struct wc_writer_slot *w = writer_slot(c);
 	uint64_t epoch;
 	unsigned allocated = 0, par, logged;
 	bool unlogged = false;
 
+	wc_writer_enter(w);
 	/* The data is persistent before its entry can be (invariant (1) of
 	 * commit.c): the shard lock's exchange is the fence on x86. */
 	wc_persist_order_before_lock(&c->fp);
@@ -235,6 +256,7 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 	epoch = wc_epoch_current(c);
 	*published = epoch;
 	par = epoch & 1;
+	wc_writer_mark(w, par, (unsigned)(s - c->shards));
 	logged = wc_shard_log_room(s, par, n);
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t old = wc_index_find(c, s, block + i);
@@ -276,6 +298,7 @@ static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const
 	s->st.writes += n;
 	s->st.writes_allocate += allocated;
 	wc_spin_unlock(&s->lock);
+	wc_writer_exit(w);
 	return count_published(c, epoch, n);
 }
 

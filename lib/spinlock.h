@@ -5,9 +5,7 @@
  * Both are held for a few hundred nanoseconds at most (no copy, no I/O, no
  * wait inside), and taken once per write: a pthread mutex costs two locked
  * instructions per round (its unlock is an exchange), this lock one (the
- * unlock is a plain release store).  The lock word is readable, which lets
- * a commit see that no writer still publishes into an old epoch without a
- * counter of its own (commit.c, wait_epoch_quiet).  A waiter spins a little,
+ * unlock is a plain release store).  A waiter spins a little,
  * then yields its CPU: a holder preempted on an overcommitted machine gets
  * it back.
  */

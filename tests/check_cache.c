@@ -498,6 +498,131 @@ START_TEST(test_stress)
 }
 END_TEST
 
+/* ---- writer slots: more writing threads than slots, two caches ---- */
+
+#define W_THREADS 90 /* more than the cache's writer slots: some share one */
+#define W_OWN 4
+#define W_WRITES 40
+
+struct writer_arg {
+	wc_cache *c;
+	unsigned id;
+	uint64_t last[W_OWN];
+	int failures;
+};
+
+/* FUA writes to blocks of its own: each is durable when it returns, so the
+ * reopened cache must hold the last one of each, whichever slot (private
+ * or shared) the thread published through and whoever committed. */
+static void *slot_writer(void *p)
+{
+	struct writer_arg *a = p;
+	uint8_t *buf = aligned_alloc(4096, BS);
+
+	for (unsigned op = 1; op <= W_WRITES && !a->failures; op++) {
+		unsigned k = op % W_OWN;
+		uint64_t b = (uint64_t)a->id * W_OWN + k;
+
+		ct_fill_block(buf, BS, b, op);
+		if (wc_write(a->c, buf, BS, b * BS, op % 3 ? WC_FUA : 0) != BS)
+			a->failures++;
+		else if (op % 3 == 0 && wc_flush(a->c))
+			a->failures++;
+		a->last[k] = op;
+	}
+	free(buf);
+	return NULL;
+}
+
+START_TEST(test_more_writers_than_slots)
+{
+	uint64_t blocks = W_THREADS * W_OWN;
+	wc_cache *c = make_cache(4096 + 2 * blocks * (BS + 16) + (4 << 20), blocks * BS, NULL);
+	struct writer_arg *a = calloc(W_THREADS, sizeof(*a));
+	pthread_t t[W_THREADS];
+	uint8_t *rd = aligned_alloc(4096, BS);
+
+	/* Two overlapping waves: the second starts while the first writes. */
+	for (unsigned i = 0; i < W_THREADS; i++) {
+		a[i].c = c;
+		a[i].id = i;
+		ck_assert_int_eq(pthread_create(&t[i], NULL, slot_writer, &a[i]), 0);
+		if (i == W_THREADS / 2)
+			for (unsigned j = 0; j < W_THREADS / 4; j++)
+				pthread_join(t[j], NULL);
+	}
+	for (unsigned i = W_THREADS / 4; i < W_THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (unsigned i = 0; i < W_THREADS; i++)
+		ck_assert_msg(a[i].failures == 0, "thread %u: %d failures (%s)", i, a[i].failures, wc_errmsg());
+	ck_assert_int_eq(wc_flush(c), 0);
+	ck_assert_int_eq(wc_close(c), 0);
+	c = reopen(NULL);
+	for (unsigned i = 0; i < W_THREADS; i++)
+		for (unsigned k = 0; k < W_OWN; k++) {
+			uint64_t b = (uint64_t)i * W_OWN + k;
+
+			ck_assert_int_eq(wc_read(c, rd, BS, b * BS), BS);
+			ck_assert_msg(ct_block_version(rd, BS, b) == a[i].last[k],
+			              "block %llu holds %lld, expected %lld", (unsigned long long)b,
+			              (long long)ct_block_version(rd, BS, b), (long long)a[i].last[k]);
+		}
+	ck_assert_int_eq(wc_close(c), 0);
+	free(a);
+	free(rd);
+}
+END_TEST
+
+/* One thread writing to two caches in turn, then to a third opened after
+ * the first was closed (likely at its address): each cache's commits see
+ * the thread's writes, never another cache's slot. */
+START_TEST(test_one_writer_several_caches)
+{
+	char cp[3][PATH_MAX], op[3][PATH_MAX];
+	wc_cache *c[3] = {NULL, NULL, NULL};
+	uint8_t *buf = aligned_alloc(4096, BS);
+	struct wc_config cfg;
+
+	for (unsigned i = 0; i < 3; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "multi%u.pmem", i);
+		ct_make_file(cp[i], sizeof(cp[i]), name, 8 << 20);
+		snprintf(name, sizeof(name), "multi%u.img", i);
+		ct_make_file(op[i], sizeof(op[i]), name, 1 << 20);
+	}
+	wc_config_init(&cfg);
+	for (unsigned i = 0; i < 2; i++)
+		ck_assert_int_eq(wc_create(&c[i], cp[i], op[i], &cfg), 0);
+	for (unsigned v = 1; v <= 20; v++)
+		for (unsigned i = 0; i < 2; i++) {
+			ct_fill_block(buf, BS, v % 4, v * 10 + i);
+			ck_assert_int_eq(wc_write(c[i], buf, BS, (v % 4) * BS, v % 2 ? WC_FUA : 0), BS);
+		}
+	ck_assert_int_eq(wc_close(c[0]), 0);
+	ck_assert_int_eq(wc_create(&c[2], cp[2], op[2], &cfg), 0);
+	ct_fill_block(buf, BS, 0, 7);
+	ck_assert_int_eq(wc_write(c[2], buf, BS, 0, WC_FUA), BS);
+	ck_assert_int_eq(wc_flush(c[1]), 0);
+	ck_assert_int_eq(wc_close(c[1]), 0);
+	ck_assert_int_eq(wc_close(c[2]), 0);
+	cfg.block_size = 0;
+	for (unsigned i = 0; i < 3; i++) {
+		ck_assert_int_eq(wc_open(&c[i], cp[i], op[i], &cfg), 0);
+		for (unsigned b = 0; b < (i == 2 ? 1u : 4u); b++) {
+			/* the last write of block b: v = 20, 19, 18, 17 for b = 0..3 */
+			uint64_t want = i == 2 ? 7 : (uint64_t)(b ? 16 + b : 20) * 10 + i;
+
+			ck_assert_int_eq(wc_read(c[i], buf, BS, (uint64_t)b * BS), BS);
+			ck_assert_msg(ct_block_version(buf, BS, b) == want, "cache %u block %u: %lld, expected %lld",
+			              i, b, (long long)ct_block_version(buf, BS, b), (long long)want);
+		}
+		ck_assert_int_eq(wc_close(c[i]), 0);
+	}
+	free(buf);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
 	Suite *s = suite_create("cache");
@@ -521,6 +646,8 @@ static Suite *cache_suite(void)
 	tc = tcase_create("stress");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_stress);
+	tcase_add_test(tc, test_more_writers_than_slots);
+	tcase_add_test(tc, test_one_writer_several_caches);
 	suite_add_tcase(s, tc);
 	return s;
 }
