@@ -47,7 +47,7 @@ void wc_set_error(struct wc_cache *c, int err, const char *what)
 }
 
 /* Tells a thread's writer slot of one open cache from another's at the
- * same address (commit.c, wc_writer_slot). */
+ * same address (io.c, writer_slot). */
 static atomic_uint_fast64_t next_instance;
 
 static int cache_new(struct wc_cache **out, const char *cache_path, const struct wc_config *cfg,

@@ -327,8 +327,9 @@ bool wc_autocommit_due(struct wc_cache *c);
 /* Were blocks published into an epoch not yet committed?  (Read without
  * locks; exact for writes that completed before the call.) */
 bool wc_uncommitted(struct wc_cache *c);
-/* The calling thread's writer slot in cache c. */
-struct wc_writer_slot *wc_writer_slot(struct wc_cache *c);
+/* A writer slot for the calling thread's first publication into c (io.c
+ * keeps it per thread). */
+struct wc_writer_slot *wc_writer_slot_take(struct wc_cache *c);
 
 /* A publication: enter before the shard lock's exchange (which orders the
  * store before the epoch is read), mark the shard once the epoch is read,

@@ -320,7 +320,7 @@ static void free_superseded(struct wc_cache *c, uint64_t e, uint64_t logged)
 }
 
 /* The writer slots in use: a thread's slot is taken before its first
- * publication, by a locked instruction (wc_writer_slot). */
+ * publication, by a locked instruction (wc_writer_slot_take). */
 static unsigned writer_slots_in_use(struct wc_cache *c)
 {
 	unsigned n = atomic_load(&c->writer_slots_used);
@@ -355,15 +355,6 @@ static void logs_reset(struct wc_cache *c, uint64_t e, uint64_t logged)
 			__atomic_store_n(&c->writer_slots[k].shards[e & 1], 0, __ATOMIC_RELAXED);
 }
 
-/* A thread's slot per cache it writes to, found by the cache's instance
- * number (an address may be reused by the next open). */
-#define WRITER_TLS 4u
-static __thread struct {
-	uint64_t instance;
-	struct wc_writer_slot *slot;
-} writer_tls[WRITER_TLS];
-static __thread unsigned writer_tls_next;
-
 /* A thread's first publication into c takes the next free slot, or the
  * shared last one when the others are taken (slots are not given back when
  * a thread exits: a process that keeps starting writer threads ends up on
@@ -372,25 +363,13 @@ static __thread unsigned writer_tls_next;
  * instruction before the thread first marks itself active, so a commit
  * that does not count it committed before the thread's first read of the
  * epoch. */
-static struct wc_writer_slot *writer_slot_take(struct wc_cache *c)
+struct wc_writer_slot *wc_writer_slot_take(struct wc_cache *c)
 {
 	unsigned k = atomic_load(&c->writer_slots_used);
-	struct wc_writer_slot *w;
 
 	while (k < WC_WRITER_SLOTS && !atomic_compare_exchange_weak(&c->writer_slots_used, &k, k + 1))
 		;
-	w = &c->writer_slots[k < WC_WRITER_SLOTS - 1 ? k : WC_WRITER_SLOTS - 1];
-	writer_tls[writer_tls_next++ % WRITER_TLS].instance = c->instance;
-	writer_tls[(writer_tls_next - 1) % WRITER_TLS].slot = w;
-	return w;
-}
-
-struct wc_writer_slot *wc_writer_slot(struct wc_cache *c)
-{
-	for (unsigned i = 0; i < WRITER_TLS; i++)
-		if (writer_tls[i].instance == c->instance)
-			return writer_tls[i].slot;
-	return writer_slot_take(c);
+	return &c->writer_slots[k < WC_WRITER_SLOTS - 1 ? k : WC_WRITER_SLOTS - 1];
 }
 
 /* commit_lock held: issue the invalidations of pending blocks [from, to);
@@ -561,8 +540,6 @@ unsigned wc_shard_log_room(struct wc_shard *s, unsigned par, unsigned n)
  */
 static uint64_t wait_epoch_quiet(struct wc_cache *c, uint64_t e)
 {
-	uint64_t logged = 0;
-
 	unsigned n = writer_slots_in_use(c);
 
 	for (unsigned k = 0; k < n; k++) {
@@ -582,9 +559,7 @@ static uint64_t wait_epoch_quiet(struct wc_cache *c, uint64_t e)
 			while (wc_spin_is_held(&c->shards[i].lock))
 				wc_spin_pause(&spins);
 		}
-	for (unsigned k = 0; k < n; k++)
-		logged |= __atomic_load_n(&c->writer_slots[k].shards[e & 1], __ATOMIC_RELAXED);
-	return logged;
+	return writers_logged(c, e & 1);
 }
 
 /* commit_lock held: raise the durable floor seq_count to the last commit

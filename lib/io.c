@@ -220,22 +220,30 @@ static int count_published(struct wc_cache *c, uint64_t epoch, unsigned n)
 	return 0;
 }
 
-/* The calling thread's writer slot in the cache it last wrote to, looked
- * up in commit.c only when the cache changes. */
+/* The calling thread's writer slot per cache it writes to (a few), found
+ * by the cache's instance number: an address may be reused by the next
+ * open. */
+#define WRITER_TLS 4u
 static __thread struct {
-	uint64_t instance;
-	struct wc_writer_slot *slot;
-} last_slot;
+	struct {
+		uint64_t instance;
+		struct wc_writer_slot *slot;
+	} e[WRITER_TLS];
+	unsigned next;
+} writer_tls;
 
 static struct wc_writer_slot *writer_slot(struct wc_cache *c)
 {
-	__typeof__(last_slot) *l = &last_slot;
+	__typeof__(writer_tls) *t = &writer_tls; /* one thread-local lookup */
+	unsigned i;
 
-	if (l->instance != c->instance) {
-		l->slot = wc_writer_slot(c);
-		l->instance = c->instance;
-	}
-	return l->slot;
+	for (i = 0; i < WRITER_TLS; i++)
+		if (t->e[i].instance == c->instance)
+			return t->e[i].slot;
+	i = t->next++ % WRITER_TLS;
+	t->e[i].slot = wc_writer_slot_take(c);
+	t->e[i].instance = c->instance;
+	return t->e[i].slot;
 }
 
 /* Publish n freshly copied blocks for origin blocks block..block+n-1 (one
