@@ -407,6 +407,14 @@ END_TEST
 
 /* ---- stress: more threads than cores ---- */
 
+/* Block b of c holds version `want` (ct_fill_block); `what` names the check. */
+static void assert_version(wc_cache *c, uint8_t *rd, uint64_t b, uint64_t want, const char *what)
+{
+	ck_assert_int_eq(wc_read(c, rd, BS, b * BS), BS);
+	ck_assert_msg(ct_block_version(rd, BS, b) == want, "%s: block %llu holds %lld, expected %lld", what,
+	              (unsigned long long)b, (long long)ct_block_version(rd, BS, b), (long long)want);
+}
+
 #define S_THREADS 6
 #define S_OWN 96  /* blocks each thread owns */
 #define S_SHARED 32
@@ -485,14 +493,8 @@ START_TEST(test_stress)
 	ck_assert_int_eq(wc_close(c), 0);
 	c = reopen(NULL);
 	for (unsigned i = 0; i < S_THREADS; i++)
-		for (unsigned k = 0; k < S_OWN; k++) {
-			uint64_t b = S_SHARED + (uint64_t)i * S_OWN + k;
-
-			ck_assert_int_eq(wc_read(c, rd, BS, b * BS), BS);
-			ck_assert_msg(ct_block_version(rd, BS, b) == a[i].last[k],
-			              "after reopen block %llu holds %lld, expected %lld", (unsigned long long)b,
-			              (long long)ct_block_version(rd, BS, b), (long long)a[i].last[k]);
-		}
+		for (unsigned k = 0; k < S_OWN; k++)
+			assert_version(c, rd, S_SHARED + (uint64_t)i * S_OWN + k, a[i].last[k], "after reopen");
 	ck_assert_int_eq(wc_close(c), 0);
 	free(rd);
 }
@@ -559,14 +561,8 @@ START_TEST(test_more_writers_than_slots)
 	ck_assert_int_eq(wc_close(c), 0);
 	c = reopen(NULL);
 	for (unsigned i = 0; i < W_THREADS; i++)
-		for (unsigned k = 0; k < W_OWN; k++) {
-			uint64_t b = (uint64_t)i * W_OWN + k;
-
-			ck_assert_int_eq(wc_read(c, rd, BS, b * BS), BS);
-			ck_assert_msg(ct_block_version(rd, BS, b) == a[i].last[k],
-			              "block %llu holds %lld, expected %lld", (unsigned long long)b,
-			              (long long)ct_block_version(rd, BS, b), (long long)a[i].last[k]);
-		}
+		for (unsigned k = 0; k < W_OWN; k++)
+			assert_version(c, rd, (uint64_t)i * W_OWN + k, a[i].last[k], "after reopen");
 	ck_assert_int_eq(wc_close(c), 0);
 	free(a);
 	free(rd);
@@ -610,12 +606,10 @@ START_TEST(test_one_writer_several_caches)
 	for (unsigned i = 0; i < 3; i++) {
 		ck_assert_int_eq(wc_open(&c[i], cp[i], op[i], &cfg), 0);
 		for (unsigned b = 0; b < (i == 2 ? 1u : 4u); b++) {
-			/* the last write of block b: v = 20, 19, 18, 17 for b = 0..3 */
+			/* the last write of block b: v = 20, 17, 18, 19 for b = 0..3 */
 			uint64_t want = i == 2 ? 7 : (uint64_t)(b ? 16 + b : 20) * 10 + i;
 
-			ck_assert_int_eq(wc_read(c[i], buf, BS, (uint64_t)b * BS), BS);
-			ck_assert_msg(ct_block_version(buf, BS, b) == want, "cache %u block %u: %lld, expected %lld",
-			              i, b, (long long)ct_block_version(buf, BS, b), (long long)want);
+			assert_version(c[i], buf, b, want, cp[i]);
 		}
 		ck_assert_int_eq(wc_close(c[i]), 0);
 	}
