@@ -6,6 +6,7 @@
  * caller's origin is still the caller's.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,42 @@ void wc_set_error(struct wc_cache *c, int err, const char *what)
  * same address (io.c, writer_slot). */
 static atomic_uint_fast64_t next_instance;
 
+/* The open caches, for threads that exit: each gives its writer slots back
+ * to the caches it wrote to that are still open, and touches none closed
+ * since (io.c).  Taken at open, close and thread exit only. */
+static pthread_mutex_t open_caches_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct wc_cache *open_caches;
+
+static void open_caches_add(struct wc_cache *c)
+{
+	pthread_mutex_lock(&open_caches_lock);
+	c->open_next = open_caches;
+	open_caches = c;
+	pthread_mutex_unlock(&open_caches_lock);
+}
+
+static void open_caches_remove(struct wc_cache *c)
+{
+	pthread_mutex_lock(&open_caches_lock);
+	for (struct wc_cache **p = &open_caches; *p; p = &(*p)->open_next)
+		if (*p == c) {
+			*p = c->open_next;
+			break;
+		}
+	pthread_mutex_unlock(&open_caches_lock);
+}
+
+void wc_writer_slot_return(uint64_t instance, struct wc_writer_slot *w)
+{
+	pthread_mutex_lock(&open_caches_lock);
+	for (struct wc_cache *c = open_caches; c; c = c->open_next)
+		if (c->instance == instance) {
+			wc_writer_slot_give_back(c, w);
+			break;
+		}
+	pthread_mutex_unlock(&open_caches_lock);
+}
+
 static int cache_new(struct wc_cache **out, const char *cache_path, const struct wc_config *cfg,
                      bool open)
 {
@@ -78,6 +115,7 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 		return wc_err(-ENOMEM, "%s: cache state", cache_path);
 	}
 	wc_storelock_init(&c->commit_lock);
+	open_caches_add(c);
 	*out = c;
 	if (!ret)
 		ret = wc_config_validate(&c->cfg, open);
@@ -95,6 +133,7 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 {
 	if (!c)
 		return;
+	open_caches_remove(c); /* before its writer slots go */
 	wc_ra_fini(c); /* its loads in flight use the origin */
 	if (c->e)
 		wc_index_fini(c);

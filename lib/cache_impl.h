@@ -137,11 +137,13 @@ struct wc_freelist {
  * stores and read by the committer.  The last slot is shared by threads
  * that came after the others were taken: they mark it with atomic ORs, and
  * a commit waits for them the way it did for every writer before slots, by
- * seeing each shard lock free.
+ * seeing each shard lock free.  A thread gives its slot back when it exits
+ * (owned 0: the next new writer takes it, marks and all).
  */
 #define WC_WRITER_SLOTS 64u
 struct wc_writer_slot {
 	uint32_t active;
+	uint32_t owned; /* a live thread's; 0 once given back */
 	bool shared;
 	uint64_t shards[2];
 } __attribute__((aligned(64)));
@@ -149,6 +151,7 @@ struct wc_writer_slot {
 struct wc_cache {
 	/* identity and geometry */
 	uint64_t instance;               /* unique per open in this process */
+	struct wc_cache *open_next;      /* the process's open caches (cache.c) */
 	char *cache_path;
 	struct wc_config cfg;
 	struct wc_layout layout;
@@ -328,8 +331,15 @@ bool wc_autocommit_due(struct wc_cache *c);
  * locks; exact for writes that completed before the call.) */
 bool wc_uncommitted(struct wc_cache *c);
 /* A writer slot for the calling thread's first publication into c (io.c
- * keeps it per thread). */
+ * keeps it per thread), and the slot's return when the thread exits or
+ * forgets c: outside any publication, by the thread that took it. */
 struct wc_writer_slot *wc_writer_slot_take(struct wc_cache *c);
+void wc_writer_slot_give_back(struct wc_cache *c, struct wc_writer_slot *w);
+/* The threads that hold a slot of c now. */
+unsigned wc_writer_slots_owned(struct wc_cache *c);
+/* cache.c: give w back to the cache opened as `instance`, if it is still
+ * open (a thread may outlive the caches it wrote to). */
+void wc_writer_slot_return(uint64_t instance, struct wc_writer_slot *w);
 
 /* A publication: enter before the shard lock's exchange (which orders the
  * store before the epoch is read), mark the shard once the epoch is read,

@@ -355,21 +355,55 @@ static void logs_reset(struct wc_cache *c, uint64_t e, uint64_t logged)
 			__atomic_store_n(&c->writer_slots[k].shards[e & 1], 0, __ATOMIC_RELAXED);
 }
 
-/* A thread's first publication into c takes the next free slot, or the
- * shared last one when the others are taken (slots are not given back when
- * a thread exits: a process that keeps starting writer threads ends up on
- * the shared slot, correct, with a locked OR per write and commits that
- * look at every shard lock).  The slot is counted in by a locked
- * instruction before the thread first marks itself active, so a commit
- * that does not count it committed before the thread's first read of the
- * epoch. */
+/* A thread's first publication into c takes a slot an exited thread gave
+ * back, else the next unused one, else the shared last one.  An unused slot
+ * is counted in by a locked instruction before the thread first marks
+ * itself active, so a commit that does not count it committed before the
+ * thread's first read of the epoch; a slot given back is counted already.
+ * It keeps the marks its last owner left (its epochs' logs are still to be
+ * committed), and its owner was outside any publication when it gave it
+ * back (active 0): the new owner starts where one thread would.  Without
+ * giving back, a process that kept starting writer threads (an NBD server's
+ * connections) ended on the shared slot: a locked OR per write and commits
+ * that look at every shard lock. */
 struct wc_writer_slot *wc_writer_slot_take(struct wc_cache *c)
 {
-	unsigned k = atomic_load(&c->writer_slots_used);
+	unsigned n = writer_slots_in_use(c), k;
 
+	for (k = 0; k < n && k < WC_WRITER_SLOTS - 1; k++) {
+		struct wc_writer_slot *w = &c->writer_slots[k];
+		uint32_t given_back = 0;
+
+		if (!__atomic_load_n(&w->owned, __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(&w->owned, &given_back, 1, false, __ATOMIC_ACQUIRE,
+		                                __ATOMIC_RELAXED))
+			return w;
+	}
+	k = atomic_load(&c->writer_slots_used);
 	while (k < WC_WRITER_SLOTS && !atomic_compare_exchange_weak(&c->writer_slots_used, &k, k + 1))
 		;
+	/* Unused slots start owned (wc_shard_logs_init): nobody else can
+	 * take the one just counted. */
 	return &c->writer_slots[k < WC_WRITER_SLOTS - 1 ? k : WC_WRITER_SLOTS - 1];
+}
+
+void wc_writer_slot_give_back(struct wc_cache *c, struct wc_writer_slot *w)
+{
+	(void)c;
+	WC_ASSERT(!__atomic_load_n(&w->active, __ATOMIC_RELAXED));
+	/* Release: the next owner's first plain store to the marks follows
+	 * this thread's last one. */
+	if (!w->shared)
+		__atomic_store_n(&w->owned, 0, __ATOMIC_RELEASE);
+}
+
+unsigned wc_writer_slots_owned(struct wc_cache *c)
+{
+	unsigned n = writer_slots_in_use(c), owned = 0;
+
+	for (unsigned k = 0; k < n && k < WC_WRITER_SLOTS - 1; k++)
+		owned += __atomic_load_n(&c->writer_slots[k].owned, __ATOMIC_RELAXED) != 0;
+	return owned;
 }
 
 /* commit_lock held: issue the invalidations of pending blocks [from, to);
@@ -496,6 +530,8 @@ int wc_shard_logs_init(struct wc_cache *c)
 	uint64_t cap = (uint64_t)c->cfg.autocommit_blocks * 4 / WC_SHARDS + WC_GROUP;
 
 	c->writer_slots[WC_WRITER_SLOTS - 1].shared = true;
+	for (unsigned k = 0; k < WC_WRITER_SLOTS; k++)
+		c->writer_slots[k].owned = 1;
 
 	for (unsigned k = 0; k < WC_SHARDS; k++)
 		for (unsigned par = 0; par < 2; par++) {

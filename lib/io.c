@@ -22,6 +22,7 @@
  * looks the block up under the shard lock, copies with no lock, and checks
  * the generation the same way; a changed generation means look again.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -222,25 +223,64 @@ static int count_published(struct wc_cache *c, uint64_t epoch, unsigned n)
 
 /* The calling thread's writer slot per cache it writes to (a few), found
  * by the cache's instance number: an address may be reused by the next
- * open. */
+ * open.  A slot goes back to its cache when the thread exits (a key's
+ * destructor) or drops it from this table for a fifth cache. */
 #define WRITER_TLS 4u
-static __thread struct {
+struct writer_tls {
 	struct {
 		uint64_t instance;
 		struct wc_writer_slot *slot;
 	} e[WRITER_TLS];
 	unsigned next;
-} writer_tls;
+};
+static __thread struct writer_tls writer_tls;
+static pthread_key_t writer_tls_key;
+static bool writer_tls_key_made;
+static pthread_once_t writer_tls_once = PTHREAD_ONCE_INIT;
+
+static void writer_tls_exit(void *arg)
+{
+	struct writer_tls *t = arg;
+
+	for (unsigned i = 0; i < WRITER_TLS; i++)
+		if (t->e[i].slot) {
+			wc_writer_slot_return(t->e[i].instance, t->e[i].slot);
+			t->e[i].slot = NULL;
+			t->e[i].instance = 0;
+		}
+}
+
+static void writer_tls_key_make(void)
+{
+	writer_tls_key_made = pthread_key_create(&writer_tls_key, writer_tls_exit) == 0;
+}
+
+/* A program that unloads the library (a plugin's dlclose) must not leave a
+ * destructor behind for its threads' exits. */
+__attribute__((destructor)) static void writer_tls_key_delete(void)
+{
+	if (writer_tls_key_made)
+		pthread_key_delete(writer_tls_key);
+}
 
 static struct wc_writer_slot *writer_slot(struct wc_cache *c)
 {
-	__typeof__(writer_tls) *t = &writer_tls; /* one thread-local lookup */
+	struct writer_tls *t = &writer_tls; /* one thread-local lookup */
 	unsigned i;
 
 	for (i = 0; i < WRITER_TLS; i++)
 		if (t->e[i].instance == c->instance)
 			return t->e[i].slot;
 	i = t->next++ % WRITER_TLS;
+	if (t->e[i].slot)
+		wc_writer_slot_return(t->e[i].instance, t->e[i].slot);
+	else {
+		/* Without the key (out of keys) slots are kept, as before:
+		 * correct, and the shared slot takes the excess. */
+		pthread_once(&writer_tls_once, writer_tls_key_make);
+		if (writer_tls_key_made)
+			pthread_setspecific(writer_tls_key, t);
+	}
 	t->e[i].slot = wc_writer_slot_take(c);
 	t->e[i].instance = c->instance;
 	return t->e[i].slot;

@@ -59,6 +59,7 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 		st->writeback_failing_ms = since ? (wc_wb_now_ns() - since) / 1000000 : 0;
 	}
 	st->dram_bytes = c->dram_bytes;
+	st->writer_slots = wc_writer_slots_owned(c);
 	st->granularity = wc_map_granularity_name(c);
 	st->origin_mode = wc_origin_describe(&c->origin);
 	st->pmem = c->fp.info;

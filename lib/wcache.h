@@ -320,7 +320,11 @@ struct wc_stats {
 	 * gets through. */
 	int64_t writeback_last_error;
 	uint64_t writeback_failing_ms;
-	uint64_t reserved[3];       /* 0: room for later counters */
+	/* 0.3: writing threads that hold a slot of their own now (a thread
+	 * gives it back when it exits).  At most 63: more writers share one,
+	 * and each commit then also waits for every index shard's lock. */
+	uint64_t writer_slots;
+	uint64_t reserved[2];       /* 0: room for later counters */
 };
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 int wc_get_stats(wc_cache *c, struct wc_stats *st);

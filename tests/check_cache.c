@@ -511,6 +511,7 @@ struct writer_arg {
 	unsigned id;
 	uint64_t last[W_OWN];
 	int failures;
+	pthread_barrier_t *all_in; /* if set: wait there after the first write */
 };
 
 /* FUA writes to blocks of its own: each is durable when it returns, so the
@@ -531,9 +532,21 @@ static void *slot_writer(void *p)
 		else if (op % 3 == 0 && wc_flush(a->c))
 			a->failures++;
 		a->last[k] = op;
+		if (op == 1 && a->all_in) {
+			pthread_barrier_wait(a->all_in); /* all in: the main thread counts */
+			pthread_barrier_wait(a->all_in);
+		}
 	}
 	free(buf);
 	return NULL;
+}
+
+static uint64_t writer_slots_of(wc_cache *c)
+{
+	struct wc_stats st;
+
+	ck_assert_int_eq(wc_get_stats(c, &st), 0);
+	return st.writer_slots;
 }
 
 START_TEST(test_more_writers_than_slots)
@@ -543,20 +556,27 @@ START_TEST(test_more_writers_than_slots)
 	struct writer_arg *a = calloc(W_THREADS, sizeof(*a));
 	pthread_t t[W_THREADS];
 	uint8_t *rd = aligned_alloc(4096, BS);
+	pthread_barrier_t all_in;
 
-	/* Two overlapping waves: the second starts while the first writes. */
+	/* All alive at once after their first write, so the last ones share
+	 * a slot; then they write on, and exit while others still write
+	 * (giving their slots back under running commits). */
+	ck_assert_int_eq(pthread_barrier_init(&all_in, NULL, W_THREADS + 1), 0);
 	for (unsigned i = 0; i < W_THREADS; i++) {
 		a[i].c = c;
 		a[i].id = i;
+		a[i].all_in = &all_in;
 		ck_assert_int_eq(pthread_create(&t[i], NULL, slot_writer, &a[i]), 0);
-		if (i == W_THREADS / 2)
-			for (unsigned j = 0; j < W_THREADS / 4; j++)
-				pthread_join(t[j], NULL);
 	}
-	for (unsigned i = W_THREADS / 4; i < W_THREADS; i++)
+	pthread_barrier_wait(&all_in);
+	ck_assert_uint_eq(writer_slots_of(c), 63); /* the other 27 share the last */
+	pthread_barrier_wait(&all_in);
+	for (unsigned i = 0; i < W_THREADS; i++)
 		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&all_in);
 	for (unsigned i = 0; i < W_THREADS; i++)
 		ck_assert_msg(a[i].failures == 0, "thread %u: %d failures (%s)", i, a[i].failures, wc_errmsg());
+	ck_assert_uint_eq(writer_slots_of(c), 0);
 	ck_assert_int_eq(wc_flush(c), 0);
 	ck_assert_int_eq(wc_close(c), 0);
 	c = reopen(NULL);
@@ -565,6 +585,175 @@ START_TEST(test_more_writers_than_slots)
 			assert_version(c, rd, (uint64_t)i * W_OWN + k, a[i].last[k], "after reopen");
 	ck_assert_int_eq(wc_close(c), 0);
 	free(a);
+	free(rd);
+}
+END_TEST
+
+/* Writer threads that come and go, as an NBD server's connections do:
+ * each exit gives the thread's slot back, so hundreds of short-lived
+ * writers never reach the shared slot, and a new thread that takes a slot
+ * given back (with the marks of epochs not yet committed) loses nothing. */
+#define CHURN_WAVES 40
+#define CHURN_WIDTH 6
+
+START_TEST(test_writer_slots_given_back)
+{
+	uint64_t blocks = (uint64_t)CHURN_WIDTH * W_OWN;
+	wc_cache *c = make_cache(4096 + 4 * blocks * (BS + 16) + (4 << 20), blocks * BS, NULL);
+	struct writer_arg a[CHURN_WIDTH];
+	pthread_t t[CHURN_WIDTH];
+	uint8_t *rd = aligned_alloc(4096, BS);
+	uint64_t last[CHURN_WIDTH][W_OWN];
+
+	memset(last, 0, sizeof(last));
+	for (unsigned wave = 0; wave < CHURN_WAVES; wave++) {
+		/* A wave of writers over the same blocks, the next wave's
+		 * first ones started while this one's last still write. */
+		for (unsigned i = 0; i < CHURN_WIDTH; i++) {
+			memset(&a[i], 0, sizeof(a[i]));
+			a[i].c = c;
+			a[i].id = i;
+			ck_assert_int_eq(pthread_create(&t[i], NULL, slot_writer, &a[i]), 0);
+			if (i >= CHURN_WIDTH / 2)
+				pthread_join(t[i - CHURN_WIDTH / 2], NULL);
+		}
+		for (unsigned i = CHURN_WIDTH / 2; i < CHURN_WIDTH; i++)
+			pthread_join(t[i], NULL);
+		for (unsigned i = 0; i < CHURN_WIDTH; i++) {
+			ck_assert_msg(a[i].failures == 0, "wave %u thread %u: %s", wave, i, wc_errmsg());
+			memcpy(last[i], a[i].last, sizeof(last[i]));
+		}
+		/* Joined: every writer's exit has given its slot back. */
+		ck_assert_uint_eq(writer_slots_of(c), 0);
+	}
+	/* 240 writer threads in all, never more than six alive: without
+	 * giving back, the last 177 would have shared the last slot. */
+	ck_assert_int_eq(wc_close(c), 0);
+	c = reopen(NULL);
+	for (unsigned i = 0; i < CHURN_WIDTH; i++)
+		for (unsigned k = 0; k < W_OWN; k++)
+			assert_version(c, rd, (uint64_t)i * W_OWN + k, last[i][k], "after reopen");
+	ck_assert_int_eq(wc_close(c), 0);
+	free(rd);
+}
+END_TEST
+
+/* A writer thread that outlives a cache it wrote to: its exit gives back
+ * nothing to the closed cache (ASan would see the use after free), and
+ * the cache opened next at that address is not taken for it. */
+struct outliving {
+	wc_cache *c;
+	pthread_barrier_t wrote, closed;
+	int failures;
+};
+
+static void *outliving_writer(void *p)
+{
+	struct outliving *o = p;
+	uint8_t *buf = aligned_alloc(4096, BS);
+
+	ct_fill_block(buf, BS, 0, 1);
+	if (wc_write(o->c, buf, BS, 0, WC_FUA) != BS)
+		o->failures++;
+	pthread_barrier_wait(&o->wrote);
+	pthread_barrier_wait(&o->closed); /* the main thread closed o->c, opened another */
+	free(buf);
+	return NULL;
+}
+
+START_TEST(test_writer_outlives_cache)
+{
+	struct outliving o = { .c = make_cache(8 << 20, 1 << 20, NULL) };
+	pthread_t t;
+	uint8_t *rd = aligned_alloc(4096, BS);
+	wc_cache *next;
+
+	ck_assert_int_eq(pthread_barrier_init(&o.wrote, NULL, 2), 0);
+	ck_assert_int_eq(pthread_barrier_init(&o.closed, NULL, 2), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, outliving_writer, &o), 0);
+	pthread_barrier_wait(&o.wrote);
+	ck_assert_uint_eq(writer_slots_of(o.c), 1);
+	ck_assert_int_eq(wc_close(o.c), 0);
+	next = reopen(NULL);
+	pthread_barrier_wait(&o.closed);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(o.failures, 0);
+	ck_assert_uint_eq(writer_slots_of(next), 0);
+	assert_version(next, rd, 0, 1, "after the writer's exit");
+	ct_fill_block(rd, BS, 1, 2);
+	ck_assert_int_eq(wc_write(next, rd, BS, BS, WC_FUA), BS);
+	ck_assert_uint_eq(writer_slots_of(next), 1); /* the main thread's, kept until it exits */
+	ck_assert_int_eq(wc_close(next), 0);
+	pthread_barrier_destroy(&o.wrote);
+	pthread_barrier_destroy(&o.closed);
+	free(rd);
+}
+END_TEST
+
+/* One thread writing to more caches than it keeps slots for (four): the
+ * slot of the cache it wrote to longest ago goes back to that cache, and
+ * writing there again takes one anew. */
+#define FOLLOW_CACHES 6
+
+struct follower {
+	wc_cache *c[FOLLOW_CACHES];
+	uint64_t slots_after_round[FOLLOW_CACHES], slots_after_return[FOLLOW_CACHES];
+	int failures;
+};
+
+static void *follow_caches(void *p)
+{
+	struct follower *f = p;
+	uint8_t *buf = aligned_alloc(4096, BS);
+
+	for (unsigned i = 0; i < FOLLOW_CACHES; i++) {
+		ct_fill_block(buf, BS, 0, 10 + i);
+		f->failures += wc_write(f->c[i], buf, BS, 0, i % 2 ? WC_FUA : 0) != BS;
+	}
+	for (unsigned i = 0; i < FOLLOW_CACHES; i++)
+		f->slots_after_round[i] = writer_slots_of(f->c[i]);
+	ct_fill_block(buf, BS, 0, 20);
+	f->failures += wc_write(f->c[0], buf, BS, 0, WC_FUA) != BS;
+	for (unsigned i = 0; i < FOLLOW_CACHES; i++)
+		f->slots_after_return[i] = writer_slots_of(f->c[i]);
+	free(buf);
+	return NULL;
+}
+
+START_TEST(test_writer_follows_six_caches)
+{
+	char cp[FOLLOW_CACHES][PATH_MAX], op[FOLLOW_CACHES][PATH_MAX];
+	struct follower f = { .failures = 0 };
+	uint8_t *rd = aligned_alloc(4096, BS);
+	struct wc_config cfg;
+	pthread_t t;
+
+	wc_config_init(&cfg);
+	for (unsigned i = 0; i < FOLLOW_CACHES; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "follow%u.pmem", i);
+		ct_make_file(cp[i], sizeof(cp[i]), name, 8 << 20);
+		snprintf(name, sizeof(name), "follow%u.img", i);
+		ct_make_file(op[i], sizeof(op[i]), name, 1 << 20);
+		ck_assert_int_eq(wc_create(&f.c[i], cp[i], op[i], &cfg), 0);
+	}
+	ck_assert_int_eq(pthread_create(&t, NULL, follow_caches, &f), 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(f.failures, 0);
+	for (unsigned i = 0; i < FOLLOW_CACHES; i++) {
+		/* caches 0 and 1 gave way to 4 and 5; then 0 took 2's place */
+		ck_assert_uint_eq(f.slots_after_round[i], i >= 2);
+		ck_assert_uint_eq(f.slots_after_return[i], i == 0 || i >= 3);
+		ck_assert_uint_eq(writer_slots_of(f.c[i]), 0); /* the thread exited */
+		ck_assert_int_eq(wc_close(f.c[i]), 0);
+	}
+	cfg.block_size = 0;
+	for (unsigned i = 0; i < FOLLOW_CACHES; i++) {
+		ck_assert_int_eq(wc_open(&f.c[i], cp[i], op[i], &cfg), 0);
+		assert_version(f.c[i], rd, 0, i ? 10 + i : 20, cp[i]);
+		ck_assert_int_eq(wc_close(f.c[i]), 0);
+	}
 	free(rd);
 }
 END_TEST
@@ -642,6 +831,9 @@ static Suite *cache_suite(void)
 	tcase_add_test(tc, test_stress);
 	tcase_add_test(tc, test_more_writers_than_slots);
 	tcase_add_test(tc, test_one_writer_several_caches);
+	tcase_add_test(tc, test_writer_slots_given_back);
+	tcase_add_test(tc, test_writer_outlives_cache);
+	tcase_add_test(tc, test_writer_follows_six_caches);
 	suite_add_tcase(s, tc);
 	return s;
 }

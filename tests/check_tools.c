@@ -222,7 +222,7 @@ START_TEST(json_writer)
 	        "\"commits\": 0, \"writeback_ios\": 0, \"writeback_bytes\": 0, "
 	        "\"writeback_errors\": 0, \"dram_bytes\": 99, \"writeback_window\": 0, "
 	        "\"writeback_latency_us\": 0, \"readahead_blocks\": 0, "
-	        "\"writeback_failing_ms\": 0, \"writeback_last_error\": -107}\n");
+	        "\"writeback_failing_ms\": 0, \"writer_slots\": 0, \"writeback_last_error\": -107}\n");
 }
 END_TEST
 

@@ -146,7 +146,7 @@ void wct_json_stats(struct wct_json *j, const struct wc_stats *st)
 	STAT(writes_blocked_on_freelist); STAT(flushes); STAT(discards); STAT(commits);
 	STAT(writeback_ios); STAT(writeback_bytes); STAT(writeback_errors); STAT(dram_bytes);
 	STAT(writeback_window); STAT(writeback_latency_us); STAT(readahead_blocks);
-	STAT(writeback_failing_ms);
+	STAT(writeback_failing_ms); STAT(writer_slots);
 #undef STAT
 	wct_json_int(j, "writeback_last_error", st->writeback_last_error);
 }
