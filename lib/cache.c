@@ -81,7 +81,7 @@ void wc_writer_slot_return(uint64_t instance, struct wc_writer_slot *w)
 	pthread_mutex_lock(&open_caches_lock);
 	for (struct wc_cache *c = open_caches; c; c = c->open_next)
 		if (c->instance == instance) {
-			wc_writer_slot_give_back(c, w);
+			wc_writer_slot_give_back(w);
 			break;
 		}
 	pthread_mutex_unlock(&open_caches_lock);

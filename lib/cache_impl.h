@@ -334,7 +334,7 @@ bool wc_uncommitted(struct wc_cache *c);
  * keeps it per thread), and the slot's return when the thread exits or
  * forgets c: outside any publication, by the thread that took it. */
 struct wc_writer_slot *wc_writer_slot_take(struct wc_cache *c);
-void wc_writer_slot_give_back(struct wc_cache *c, struct wc_writer_slot *w);
+void wc_writer_slot_give_back(struct wc_writer_slot *w);
 /* The threads that hold a slot of c now. */
 unsigned wc_writer_slots_owned(struct wc_cache *c);
 /* cache.c: give w back to the cache opened as `instance`, if it is still

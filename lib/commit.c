@@ -387,9 +387,8 @@ struct wc_writer_slot *wc_writer_slot_take(struct wc_cache *c)
 	return &c->writer_slots[k < WC_WRITER_SLOTS - 1 ? k : WC_WRITER_SLOTS - 1];
 }
 
-void wc_writer_slot_give_back(struct wc_cache *c, struct wc_writer_slot *w)
+void wc_writer_slot_give_back(struct wc_writer_slot *w)
 {
-	(void)c;
 	WC_ASSERT(!__atomic_load_n(&w->active, __ATOMIC_RELAXED));
 	/* Release: the next owner's first plain store to the marks follows
 	 * this thread's last one. */
