@@ -589,6 +589,21 @@ START_TEST(test_more_writers_than_slots)
 }
 END_TEST
 
+/* Files for n small caches (8 MiB) and their origins (1 MiB), named
+ * <prefix><i>.pmem and <prefix><i>.img. */
+static void make_cache_files(char (*cp)[PATH_MAX], char (*op)[PATH_MAX], unsigned n,
+                             const char *prefix)
+{
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "%s%u.pmem", prefix, i);
+		ct_make_file(cp[i], sizeof(cp[i]), name, 8 << 20);
+		snprintf(name, sizeof(name), "%s%u.img", prefix, i);
+		ct_make_file(op[i], sizeof(op[i]), name, 1 << 20);
+	}
+}
+
 /* Writer threads that come and go, as an NBD server's connections do:
  * each exit gives the thread's slot back, so hundreds of short-lived
  * writers never reach the shared slot, and a new thread that takes a slot
@@ -729,15 +744,9 @@ START_TEST(test_writer_follows_six_caches)
 	pthread_t t;
 
 	wc_config_init(&cfg);
-	for (unsigned i = 0; i < FOLLOW_CACHES; i++) {
-		char name[32];
-
-		snprintf(name, sizeof(name), "follow%u.pmem", i);
-		ct_make_file(cp[i], sizeof(cp[i]), name, 8 << 20);
-		snprintf(name, sizeof(name), "follow%u.img", i);
-		ct_make_file(op[i], sizeof(op[i]), name, 1 << 20);
+	make_cache_files(cp, op, FOLLOW_CACHES, "follow");
+	for (unsigned i = 0; i < FOLLOW_CACHES; i++)
 		ck_assert_int_eq(wc_create(&f.c[i], cp[i], op[i], &cfg), 0);
-	}
 	ck_assert_int_eq(pthread_create(&t, NULL, follow_caches, &f), 0);
 	pthread_join(t, NULL);
 	ck_assert_int_eq(f.failures, 0);
@@ -768,14 +777,7 @@ START_TEST(test_one_writer_several_caches)
 	uint8_t *buf = aligned_alloc(4096, BS);
 	struct wc_config cfg;
 
-	for (unsigned i = 0; i < 3; i++) {
-		char name[32];
-
-		snprintf(name, sizeof(name), "multi%u.pmem", i);
-		ct_make_file(cp[i], sizeof(cp[i]), name, 8 << 20);
-		snprintf(name, sizeof(name), "multi%u.img", i);
-		ct_make_file(op[i], sizeof(op[i]), name, 1 << 20);
-	}
+	make_cache_files(cp, op, 3, "multi");
 	wc_config_init(&cfg);
 	for (unsigned i = 0; i < 2; i++)
 		ck_assert_int_eq(wc_create(&c[i], cp[i], op[i], &cfg), 0);
