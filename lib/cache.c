@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "abi.h"
+#include "bind.h"
 #include "cache_impl.h"
 #include "readahead.h"
 #include "wcconfig.h"
@@ -224,6 +225,9 @@ static int cache_end(wc_cache **out, struct wc_cache *c, int ret, bool created)
 {
 	if (!ret)
 		ret = wc_recover(c);
+	/* Before write-back can write a byte of the origin. */
+	if (!ret)
+		wc_bind_settle(c);
 	/* Recovery made every free block durably free: measure there. */
 	if (!ret)
 		wc_policy_settle(c, created);
@@ -244,6 +248,7 @@ static int create_locked(wc_cache **out, const char *cache_path, struct wc_origi
 {
 	struct wc_cache *c;
 	struct wc_pmem_sb *sb;
+	struct wc_pmem_origin_id id;
 	uint64_t origin_size;
 	int ret;
 
@@ -272,9 +277,11 @@ static int create_locked(wc_cache **out, const char *cache_path, struct wc_origi
 		goto fail;
 	}
 	ret = setup_blocks(c, origin_size);
+	if (!ret)
+		ret = wc_bind_create(c, origin_size, &id);
 	if (ret)
 		goto fail;
-	ret = wc_format(c, origin_size);
+	ret = wc_format(c, origin_size, &id);
 fail:
 	return cache_end(out, c, ret, true);
 }
@@ -302,13 +309,17 @@ static int open_locked(wc_cache **out, const char *cache_path, struct wc_origin 
 		goto fail;
 	}
 	c->cfg.block_size = sb->block_size;
-	if (origin_size < sb->origin_size) {
-		ret = wc_err(-EINVAL, "%s: origin %s has %llu bytes, the cache was formatted for %llu",
-		             cache_path, wc_origin_describe(&c->origin), (unsigned long long)origin_size,
-		             (unsigned long long)sb->origin_size);
+	/* Before recovery writes a byte: is this the cache's origin? */
+	ret = wc_bind_check(c, origin_size);
+	if (ret)
+		goto fail;
+	if (c->bind.size % sb->block_size) {
+		ret = wc_err(-EINVAL, "%s: origin %s is %llu bytes, not a multiple of the block size %u",
+		             cache_path, wc_origin_describe(&c->origin),
+		             (unsigned long long)c->bind.size, sb->block_size);
 		goto fail;
 	}
-	ret = setup_blocks(c, sb->origin_size);
+	ret = setup_blocks(c, c->bind.size);
 fail:
 	return cache_end(out, c, ret, false);
 }

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bind.h"
 #include "flush/flush.h"
 #include "format.h"
 #include "origin.h"
@@ -172,6 +173,7 @@ struct wc_cache {
 	/* origin */
 	struct wc_origin origin;
 	uint32_t origin_align;
+	struct wc_bind bind;             /* which origin this is (bind.c) */
 
 	/* blocks */
 	struct wc_entry *e;              /* n_blocks, on huge pages (dram.c) */
@@ -402,7 +404,7 @@ static inline bool wc_is_committed(struct wc_cache *c, uint64_t seq)
 
 /* ---- format.c ---- */
 /* Write a fresh, empty format (torn-safe: see format.c). */
-int wc_format(struct wc_cache *c, uint64_t origin_size);
+int wc_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem_origin_id *id);
 
 /* ---- recover.c ---- */
 int wc_recover(struct wc_cache *c);

@@ -97,6 +97,18 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 	}
 	if (!strcmp(key, "no_threads"))
 		return parse_bool(key, val, &cfg->no_threads);
+	if (!strcmp(key, "origin_rebind")) {
+		if (val && (!strcmp(val, "0") || !strcmp(val, "no") || !strcmp(val, "never")))
+			cfg->origin_rebind = WC_ORIGIN_REBIND_NEVER;
+		else if (!val || !strcmp(val, "1") || !strcmp(val, "yes") || !strcmp(val, "clean"))
+			cfg->origin_rebind = WC_ORIGIN_REBIND_CLEAN;
+		else if (!strcmp(val, "force") || !strcmp(val, "2"))
+			cfg->origin_rebind = WC_ORIGIN_REBIND_FORCE;
+		else
+			return wc_err(-EINVAL, "option origin_rebind: \"%s\" is not 0 (never), 1 (clean) "
+			              "or force", val);
+		return 0;
+	}
 	if (!strcmp(key, "pmem_threshold")) {
 		if (val && !strcmp(val, "auto"))
 			cfg->pmem.threshold = WC_PMEM_THRESHOLD_AUTO;
@@ -131,7 +143,7 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 	}
 	return wc_err(-EINVAL, "unknown option \"%s\" (known: block_size, high_watermark, low_watermark, "
 	              "writeback_jobs, autocommit_blocks, autocommit_ms, max_age_ms, cleaner, fua, nofua, "
-	              "no_threads, writeback_max_io_kib, writeback_window_max_kib, cache_size, pmem_threshold, pmem_force, pmem_flush)", key);
+	              "no_threads, writeback_max_io_kib, writeback_window_max_kib, cache_size, origin_rebind, pmem_threshold, pmem_force, pmem_flush)", key);
 }
 
 int wc_config_parse(struct wc_config *cfg, const char *options)

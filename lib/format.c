@@ -113,6 +113,37 @@ int wc_policy_check(const struct wc_pmem_policy *pl)
 	return 0;
 }
 
+uint32_t wc_origin_id_crc(const struct wc_pmem_origin_id *id)
+{
+	return wc_crc32c(0, id, WC_ORIGIN_ID_CRC_END);
+}
+
+bool wc_origin_id_intact(const struct wc_pmem_origin_id *id)
+{
+	return id->magic == WC_ORIGIN_ID_MAGIC && id->version == WC_ORIGIN_ID_VERSION &&
+	       id->generation > 0 && id->origin_size > 0 &&
+	       memchr(id->id, 0, sizeof(id->id)) && memchr(id->name, 0, sizeof(id->name)) &&
+	       wc_origin_id_crc(id) == id->crc;
+}
+
+int wc_origin_id_current(const struct wc_pmem_origin_id *slots)
+{
+	int best = -1;
+
+	for (unsigned i = 0; i < WC_ORIGIN_ID_SLOTS; i++)
+		if (wc_origin_id_intact(&slots[i]) &&
+		    (best < 0 || slots[i].generation > slots[best].generation))
+			best = (int)i;
+	return best;
+}
+
+void wc_origin_id_seal(struct wc_pmem_origin_id *id)
+{
+	id->magic = WC_ORIGIN_ID_MAGIC;
+	id->version = WC_ORIGIN_ID_VERSION;
+	id->crc = wc_origin_id_crc(id);
+}
+
 uint32_t wc_record_crc(const struct wc_pmem_record *r)
 {
 	return wc_crc32c(0, r, offsetof(struct wc_pmem_record, crc));
@@ -185,9 +216,9 @@ int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *
 		                       "seq_count alone); this library reads version %u: drain it with that "
 		                       "library's 'wcctl writeback', then re-create it with 'wcctl create'",
 		              path, WC_FORMAT_VERSION);
-	if (sb->version != WC_FORMAT_VERSION)
-		return wc_err(-EPROTO, "%s: format version %u at offset 8, this library reads version %u",
-		              path, sb->version, WC_FORMAT_VERSION);
+	if (sb->version != WC_FORMAT_VERSION && sb->version != WC_FORMAT_VERSION_NO_IDENTITY)
+		return wc_err(-EPROTO, "%s: format version %u at offset 8, this library reads versions %u and %u",
+		              path, sb->version, WC_FORMAT_VERSION_NO_IDENTITY, WC_FORMAT_VERSION);
 	if (wc_sb_crc(sb) != sb->crc)
 		return wc_err(-EBADMSG, "%s: superblock CRC32C mismatch (stored 0x%08x, computed 0x%08x at offset %u)",
 		              path, sb->crc, wc_sb_crc(sb), WC_SB_CRC_END);
@@ -210,7 +241,7 @@ int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *
 	return 0;
 }
 
-int wc_format(struct wc_cache *c, uint64_t origin_size)
+int wc_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem_origin_id *id)
 {
 	struct wc_pmem_sb *sb = wc_sb(c->base), img;
 	const struct wc_layout *l = &c->layout;
@@ -252,6 +283,10 @@ int wc_format(struct wc_cache *c, uint64_t origin_size)
 	wc_persist_copy(&c->fp, (char *)sb + 8, (const char *)&img + 8, sizeof(img) - 8);
 	wc_persist_set(&c->fp, wc_pmem_record(c->base, 0), 0,
 	             WC_RECORD_SLOTS * sizeof(struct wc_pmem_record));
+	/* The origin's identity is durable before the magic: a cache that
+	 * opens always names its origin. */
+	wc_persist_copy(&c->fp, wc_origin_id_slot(c->base, 0), id, sizeof(*id));
+	wc_persist_set(&c->fp, wc_origin_id_slot(c->base, 1), 0, sizeof(*id));
 	wc_persist_drain(&c->fp);
 	wc_persist_store8(&c->fp, &sb->magic, WC_MAGIC);
 	wc_persist_drain(&c->fp);

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * format.h -- the on-pmem layout (version 2).  The only code that knows
+ * format.h -- the on-pmem layout (version 3).  The only code that knows
  * offsets; docs/FORMAT.md describes the same bytes for tools and people.
  *
  *   offset 0                 superblock (4 KiB region): static fields,
  *                            seq_count (256), two commit records (320, 384),
- *                            the flush policy line (512)
+ *                            the flush policy line (512), two origin
+ *                            identity slots (1024, 1536)
  *   offset 4096              entries: n_blocks x struct wc_pmem_entry (16 B)
  *   offset data_offset       data: n_blocks x block_size, block-size aligned
  *
@@ -22,7 +23,11 @@
 #endif
 
 #define WC_MAGIC 0x3130454843414357ull /* "WCACHE01" read as bytes */
-#define WC_FORMAT_VERSION 2u
+#define WC_FORMAT_VERSION 3u
+/* Version 2 differs only in having no origin identity written at format:
+ * such a cache is read as it is and records the identity of the origin it
+ * is next opened with (lib/bind.c). */
+#define WC_FORMAT_VERSION_NO_IDENTITY 2u
 #define WC_SB_REGION 4096u             /* superblock region; entries follow */
 #define WC_SEQ_OFFSET 256u             /* seq_count sits alone in its cache line */
 #define WC_RECORD_OFFSET 320u          /* commit record slots, one line each */
@@ -151,6 +156,76 @@ static inline struct wc_pmem_policy *wc_policy_line(void *base)
 {
 	return (struct wc_pmem_policy *)((char *)base + WC_POLICY_OFFSET);
 }
+
+/*
+ * The origin this cache belongs to (docs/FORMAT.md, "Origin identity"): two
+ * slots of 512 bytes, each with its own CRC and a generation.  The newest
+ * intact slot is the identity in force; a change (a re-bind, a grown origin,
+ * a new name) writes the other slot with the next generation and drains, so
+ * a torn write leaves the previous identity in force.  Format writes slot 0
+ * before it writes the magic.
+ */
+#define WC_ORIGIN_ID_OFFSET 1024u
+#define WC_ORIGIN_ID_SLOTS 2u
+#define WC_ORIGIN_ID_MAGIC 0x4e494749524f4357ull /* "WCORIGIN" read as bytes */
+#define WC_ORIGIN_ID_VERSION 1u
+#define WC_ORIGIN_ID_ID_LEN 192u
+#define WC_ORIGIN_ID_NAME_LEN 256u
+
+/* What kind of origin (struct wc_pmem_origin_id.kind). */
+enum {
+	WC_OID_CUSTOM = 0, /* an embedder's ops table: its describe() string */
+	WC_OID_FILE = 1,   /* a regular file */
+	WC_OID_BLOCK = 2,  /* a block device */
+	WC_OID_NBD = 3,    /* an NBD export */
+	WC_OID_RBD = 4,    /* a Ceph RBD image */
+};
+
+/* Why the slot was written (informational). */
+enum {
+	WC_OID_SRC_CREATE = 1,  /* wc_create */
+	WC_OID_SRC_ADOPT = 2,   /* a version-2 cache's first open by this library */
+	WC_OID_SRC_GROWN = 3,   /* the same origin, grown */
+	WC_OID_SRC_RENAMED = 4, /* the same origin under another name */
+	WC_OID_SRC_REBIND = 5,  /* bound to another origin (origin_rebind) */
+};
+
+struct wc_pmem_origin_id {
+	uint64_t magic;          /*   0 WC_ORIGIN_ID_MAGIC */
+	uint16_t version;        /*   8 WC_ORIGIN_ID_VERSION */
+	uint8_t kind;            /*  10 WC_OID_* */
+	uint8_t source;          /*  11 WC_OID_SRC_* */
+	uint32_t reserved0;      /*  12 zero */
+	uint64_t generation;     /*  16 the newer slot has the higher one (1 at create) */
+	uint64_t origin_size;    /*  24 bytes the cache serves: at least the superblock's */
+	uint64_t time;           /*  32 when written, seconds since the epoch */
+	uint64_t reserved1;      /*  40 zero */
+	char id[WC_ORIGIN_ID_ID_LEN];     /*  48 stable identity, NUL-terminated; "" = name only */
+	char name[WC_ORIGIN_ID_NAME_LEN]; /* 240 the name it was opened by, NUL-terminated */
+	uint8_t reserved2[12];   /* 496 zero */
+	uint32_t crc;            /* 508 CRC32C of bytes 0..507 */
+};
+#define WC_ORIGIN_ID_CRC_END 508u
+
+_Static_assert(sizeof(struct wc_pmem_origin_id) == 512, "an identity slot is 512 bytes");
+_Static_assert(__builtin_offsetof(struct wc_pmem_origin_id, crc) == WC_ORIGIN_ID_CRC_END, "crc");
+_Static_assert(WC_ORIGIN_ID_OFFSET >= WC_POLICY_OFFSET + 64 && WC_ORIGIN_ID_OFFSET % 64 == 0 &&
+               WC_ORIGIN_ID_OFFSET + WC_ORIGIN_ID_SLOTS * 512 <= WC_SB_REGION,
+               "the identity slots share no line with the other superblock fields");
+
+static inline struct wc_pmem_origin_id *wc_origin_id_slot(void *base, unsigned slot)
+{
+	return (struct wc_pmem_origin_id *)((char *)base + WC_ORIGIN_ID_OFFSET) + slot;
+}
+
+uint32_t wc_origin_id_crc(const struct wc_pmem_origin_id *id);
+/* Magic, version, CRC, NUL-terminated strings, a size: the slot is whole. */
+bool wc_origin_id_intact(const struct wc_pmem_origin_id *id);
+/* The slot in force among `slots` (the newest intact one), or -1 when
+ * neither is intact. */
+int wc_origin_id_current(const struct wc_pmem_origin_id *slots);
+/* Fill magic, version and crc of a slot built in DRAM. */
+void wc_origin_id_seal(struct wc_pmem_origin_id *id);
 
 /* The geometry of a cache file, derived from its size and block size. */
 struct wc_layout {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "format.h"
 #include "origin.h"
 
 /*
@@ -86,6 +87,52 @@ bool wc_origin_async_flush(const struct wc_origin *o)
 			return true;
 	}
 	return false;
+}
+
+/* The ops tables that can name their origin (origin_identity.c): the
+ * built-in backends, declared when one of their origins opens, as above. */
+#define IDENTITY_OPS_MAX 8
+static struct {
+	_Atomic(const struct wc_origin_ops *) ops;
+	_Atomic(wc_origin_identify_fn) fn;
+} identity_ops[IDENTITY_OPS_MAX];
+
+void wc_origin_declare_identity(const struct wc_origin_ops *ops, wc_origin_identify_fn fn)
+{
+	for (unsigned i = 0; i < IDENTITY_OPS_MAX; i++) {
+		const struct wc_origin_ops *seen = NULL;
+
+		if (atomic_compare_exchange_strong(&identity_ops[i].ops, &seen, ops)) {
+			atomic_store(&identity_ops[i].fn, fn);
+			return;
+		}
+		if (seen == ops)
+			return;
+	}
+}
+
+int wc_origin_identify(struct wc_origin *o, struct wc_origin_identity *out, bool may_tag)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < IDENTITY_OPS_MAX; i++) {
+		const struct wc_origin_ops *ops = atomic_load(&identity_ops[i].ops);
+		wc_origin_identify_fn fn;
+
+		if (!ops)
+			break;
+		if (ops != o->ops)
+			continue;
+		/* Declared but its function not yet stored: a race at the
+		 * first open of that backend; the next slot holds nothing. */
+		fn = atomic_load(&identity_ops[i].fn);
+		if (fn)
+			return fn(o->ctx, out, may_tag);
+		break;
+	}
+	/* An embedder's origin: its size (checked by the cache) and its name. */
+	out->kind = WC_OID_CUSTOM;
+	wc_origin_identity_set(out->name, sizeof(out->name), wc_origin_describe(o));
+	return 0;
 }
 
 struct sync_request {

@@ -63,6 +63,39 @@ static inline const char *wc_origin_op_name(enum wc_origin_op op)
 void wc_origin_declare_async_flush(const struct wc_origin_ops *ops);
 bool wc_origin_async_flush(const struct wc_origin *o);
 
+/*
+ * What names and fingerprints an origin (origin_identity.c): the cache
+ * records it at create and refuses to open with an origin whose identity
+ * differs (bind.c).  `id` is the strongest identity the backend can give
+ * and that survives a rename: a block device's WWID or serial, a file's
+ * inode and random tag, an RBD image's cluster, pool and image id.  An
+ * empty `id` means the name is all there is ("name only": an NBD export,
+ * an embedder's origin).
+ */
+#define WC_ORIGIN_IDENTITY_ID_LEN 192u
+#define WC_ORIGIN_IDENTITY_NAME_LEN 256u
+struct wc_origin_identity {
+	uint8_t kind;                               /* WC_OID_* (format.h) */
+	char id[WC_ORIGIN_IDENTITY_ID_LEN];         /* "" = name only */
+	char name[WC_ORIGIN_IDENTITY_NAME_LEN];     /* what it was opened as */
+};
+
+/* A backend's identify(): fill `out`; `may_tag` allows it to leave a mark
+ * on the origin that makes the identity stronger (a file's tag, kept in an
+ * extended attribute), as wc_create and a re-bind do; an open only reads. */
+typedef int (*wc_origin_identify_fn)(void *ctx, struct wc_origin_identity *out, bool may_tag);
+void wc_origin_declare_identity(const struct wc_origin_ops *ops, wc_origin_identify_fn fn);
+/* The identity of `o`: its backend's, or for an ops table that declared
+ * none (an embedder's), name only from describe().  0 or -errno. */
+int wc_origin_identify(struct wc_origin *o, struct wc_origin_identity *out, bool may_tag);
+/* The identity of the file or block device open as `fd` (the libaio
+ * backend's identify). */
+int wc_origin_identify_fd(int fd, const char *path, struct wc_origin_identity *out, bool may_tag);
+/* Copy `src` into a fixed field, cut to fit and always terminated. */
+void wc_origin_identity_set(char *dst, size_t len, const char *src);
+/* "block device", "file", "NBD export", "RBD image", "origin". */
+const char *wc_origin_kind_name(unsigned kind);
+
 /* -EOPNOTSUPP when the backend has no discard (or its medium refuses it):
  * discard is advisory, so the cache may ignore that code. */
 static inline int wc_origin_discard(struct wc_origin *o, uint64_t offset, uint64_t len)

@@ -85,6 +85,7 @@ struct aio_origin {
 	unsigned nfree;
 	struct wc_origin_io *stash_head, *stash_tail; /* reaped by submit() */
 
+	const char *path;            /* inside desc */
 	char desc[];                 /* "<mode> <path>" */
 };
 
@@ -424,6 +425,13 @@ static const char *aio_describe(void *ctx)
 	return ((struct aio_origin *)ctx)->desc;
 }
 
+static int aio_identify(void *ctx, struct wc_origin_identity *out, bool may_tag)
+{
+	struct aio_origin *a = ctx;
+
+	return wc_origin_identify_fd(a->fd, a->path, out, may_tag);
+}
+
 static const struct wc_origin_ops aio_ops = {
 	.size = aio_size,
 	.submit = aio_submit,
@@ -562,6 +570,7 @@ int wc_origin_open_aio_opts(struct wc_origin *out, const char *path,
 	a->queue_depth = qd;
 	snprintf(a->desc, desc_len, "%s %s",
 	         direct ? WC_ORIGIN_AIO_MODE_DIRECT : WC_ORIGIN_AIO_MODE_BUFFERED, path);
+	a->path = a->desc + strlen(a->desc) - strlen(path);
 	pthread_mutex_init(&a->lock, NULL);
 	ret = probe_geometry(a, path);
 	if (ret < 0)
@@ -587,6 +596,7 @@ int wc_origin_open_aio_opts(struct wc_origin *out, const char *path,
 		goto fail;
 	}
 	wc_origin_declare_async_flush(&aio_ops);
+	wc_origin_declare_identity(&aio_ops, aio_identify);
 	out->ops = &aio_ops;
 	out->ctx = a;
 	return 0;

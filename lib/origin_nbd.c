@@ -33,6 +33,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "format.h"
 #include "origin_nbd.h"
 
 #define NBD_DEFAULT_CONNECTIONS 4
@@ -514,6 +515,19 @@ static void onbd_close(void *ctx)
 	origin_free(o);
 }
 
+/* An NBD export has nothing stable to give beyond what it is called: its
+ * URI, which names the server and the export. */
+static int onbd_identify(void *ctx, struct wc_origin_identity *out, bool may_tag)
+{
+	struct nbd_origin *o = ctx;
+
+	(void)may_tag;
+	memset(out, 0, sizeof(*out));
+	out->kind = WC_OID_NBD;
+	wc_origin_identity_set(out->name, sizeof(out->name), o->uri);
+	return 0;
+}
+
 static const struct wc_origin_ops nbd_ops = {
 	.size = onbd_size,
 	.submit = onbd_submit,
@@ -645,6 +659,7 @@ int wc_origin_open_nbd_opts(struct wc_origin *out, const char *uri,
 	snprintf(o->desc, desc_len, "%s %s (%u connection%s%s)", WC_ORIGIN_NBD_MODE, uri, o->nconns,
 	         o->nconns == 1 ? "" : "s", mc ? ", multi-conn" : "");
 	wc_origin_declare_async_flush(&nbd_ops);
+	wc_origin_declare_identity(&nbd_ops, onbd_identify);
 	out->ops = &nbd_ops;
 	out->ctx = o;
 	return 0;

@@ -46,6 +46,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "format.h"
 #include "rbd_spec.h"
 
 #define RBD_ALIGN 512u
@@ -62,6 +63,7 @@ struct rbd_origin {
 	pthread_cond_t cond;       /* a request was parked (CLOCK_MONOTONIC) */
 	struct wc_origin_io *ready_head, *ready_tail;
 	atomic_uint inflight;      /* submitted, callback not yet run */
+	char *name;                /* "pool/image", for the identity */
 
 	char desc[];               /* "librbd rbd:pool/image (conf ..., id ...)" */
 };
@@ -302,6 +304,7 @@ static void rbd_free(struct rbd_origin *r)
 		rados_shutdown(r->cluster);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
+	free(r->name);
 	free(r);
 }
 
@@ -327,6 +330,32 @@ static uint32_t rbd_alignment(void *ctx)
 static const char *rbd_describe(void *ctx)
 {
 	return ((struct rbd_origin *)ctx)->desc;
+}
+
+/* The cluster, the pool and the image by their ids, which a rename of the
+ * pool or the image keeps, and another image of the same name does not. */
+static int rbd_identify(void *ctx, struct wc_origin_identity *out, bool may_tag)
+{
+	struct rbd_origin *r = ctx;
+	char fsid[64] = "", image_id[96] = "";
+	int ret;
+
+	(void)may_tag;
+	memset(out, 0, sizeof(*out));
+	out->kind = WC_OID_RBD;
+	snprintf(out->name, sizeof(out->name), "rbd:%s", r->name);
+	ret = rados_cluster_fsid(r->cluster, fsid, sizeof(fsid));
+	if (ret < 0)
+		return wc_err_sys(ret, "origin %s: rados_cluster_fsid", r->desc);
+	ret = rbd_get_id(r->image, image_id, sizeof(image_id));
+	/* A format-1 image has no id: its name is all there is. */
+	if (ret == -EINVAL)
+		return 0;
+	if (ret < 0)
+		return wc_err_sys(ret, "origin %s: rbd_get_id", r->desc);
+	snprintf(out->id, sizeof(out->id), "cluster %s pool %lld image %s", fsid,
+	         (long long)rados_ioctx_get_id(r->ioctx), image_id);
+	return 0;
 }
 
 static const struct wc_origin_ops rbd_ops = {
@@ -505,7 +534,7 @@ int wc_origin_open_rbd(struct wc_origin *out, const char *spec_text)
 		wc_rbd_spec_free(&spec);
 		return ret;
 	}
-	free(name);
+	r->name = name;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -520,6 +549,7 @@ int wc_origin_open_rbd(struct wc_origin *out, const char *spec_text)
 		return ret;
 	}
 	wc_origin_declare_async_flush(&rbd_ops);
+	wc_origin_declare_identity(&rbd_ops, rbd_identify);
 	out->ops = &rbd_ops;
 	out->ctx = r;
 	return 0;

@@ -62,6 +62,7 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 	st->writer_slots = wc_writer_slots_owned(c);
 	st->granularity = wc_map_granularity_name(c);
 	st->origin_mode = wc_origin_describe(&c->origin);
+	st->origin_identity = c->bind.text;
 	st->pmem = c->fp.info;
 	st->pmem_source = c->policy_source ? c->policy_source : "engine";
 	return 0;

@@ -213,9 +213,19 @@ struct wc_config {
 	 * many KiB in flight, while the origin's latency shows no queueing (a
 	 * remote origin); default 16384; 0 = writeback_jobs, fixed. */
 	uint32_t writeback_window_max_kib;
-	uint64_t reserved[6];       /* must be 0: room for later fields, whose 0
+	/* 0.4: what wc_open does with an origin that is not the one the cache
+	 * was made for (another device, file, export or image; see "Origin
+	 * identity" below): WC_ORIGIN_REBIND_NEVER refuses it (-EXDEV);
+	 * _CLEAN binds the cache to it when the cache holds no dirty block;
+	 * _FORCE binds it even then: the dirty blocks are written back into
+	 * the new origin (for an origin moved or copied with its data). */
+	uint32_t origin_rebind;
+	uint32_t reserved32;        /* must be 0 */
+	uint64_t reserved[5];       /* must be 0: room for later fields, whose 0
 	                               will mean "as before" */
 };
+
+enum { WC_ORIGIN_REBIND_NEVER = 0, WC_ORIGIN_REBIND_CLEAN = 1, WC_ORIGIN_REBIND_FORCE = 2 };
 
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 void wc_config_init(struct wc_config *cfg);
@@ -238,6 +248,20 @@ int wc_config_parse(struct wc_config *cfg, const char *options);
  * owners would overwrite each other's commits and lose acknowledged
  * writes.  The lock is advisory: a program that maps the file itself is
  * not stopped (wcctl reads a cache in use without writing it).
+ */
+
+/*
+ * Origin identity.  A cache records which origin it belongs to: its size and
+ * the strongest identity its backend can give (a block device's WWID or
+ * serial, a loop device's backing file, a file's inode and a random tag kept
+ * in its user.wcache.origin extended attribute, an RBD image's cluster, pool
+ * and image ids; an NBD export and an embedder's origin by name only).
+ * wc_open refuses an origin whose identity differs with -EXDEV, before it
+ * reads or writes a byte of the cache's data or of either origin, and the
+ * message names both and the dirty blocks at stake.  The same origin under
+ * another name is accepted (the name is recorded); grown, it is accepted and
+ * the cache serves and records its new size; shrunk, it is refused
+ * (-EINVAL).  cfg->origin_rebind binds a cache to another origin.
  */
 
 /* Format a new cache; refuses a path that already holds a valid cache
@@ -324,7 +348,11 @@ struct wc_stats {
 	 * gives it back when it exits).  At most 63: more writers share one,
 	 * and each commit then also waits for every index shard's lock. */
 	uint64_t writer_slots;
-	uint64_t reserved[2];       /* 0: room for later counters */
+	/* 0.4: what the cache knows its origin by, e.g. "block device /dev/sdb,
+	 * wwid naa.5000c500a1b2c3d4" or "NBD export nbd://h/x, name only";
+	 * valid until wc_close(). */
+	const char *origin_identity;
+	uint64_t reserved[1];       /* 0: room for later counters */
 };
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 int wc_get_stats(wc_cache *c, struct wc_stats *st);

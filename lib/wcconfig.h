@@ -18,7 +18,7 @@ void wc_config_defaults(struct wc_config *cfg);
 
 /* The first bytes of struct wc_config in each layout: 0.1 had no size. */
 #define WC_CONFIG_SIZE_0_1 offsetof(struct wc_config, size)
-#define WC_CONFIG_SIZE_0_2 (offsetof(struct wc_config, reserved) + 6 * sizeof(uint64_t))
+#define WC_CONFIG_SIZE_0_2 (offsetof(struct wc_config, origin_rebind) + 6 * sizeof(uint64_t))
 
 /* Copy a caller's config, as much of it as its `size` says, into the whole
  * struct; -EINVAL + message for a size that does not cover `size` itself, or

@@ -40,11 +40,18 @@ cache=$D/cache
 model=$D/model
 
 # verify_export WHAT: `rbd export` of the image into a file, checked
-# against the model with the (clean) cache in front of it.
+# against the model with a copy of the (clean) cache in front of it: the
+# copy is re-bound to the file (origin_rebind=1), the cache stays the
+# image's.
 verify_export() {
-	rm -f "$D/export.img"
+	rm -f "$D/export.img" "$D/export.cache"
 	ceph_rbd export --no-progress "$WC_CEPH_POOL/model-$$" "$D/export.img" &&
-		"$OM" verify "$D/export.img" "$cache" --model "$model" --config "$CONFIG"
+		cp "$cache" "$D/export.cache" &&
+		"$OM" verify "$D/export.img" "$D/export.cache" --model "$model" \
+			--config "$CONFIG,origin_rebind=1"
+	local rc=$?
+	rm -f "$D/export.cache"
+	return "$rc"
 }
 
 # readback: after a kill, the recovery, a write-back and the image against

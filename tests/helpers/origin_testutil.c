@@ -5,10 +5,12 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/loop.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,4 +125,48 @@ void sync_write(struct wc_origin *o, const void *buf, size_t len, uint64_t off)
 
 	ck_assert_msg(ret == 0, "write %zu at %llu: %d %s", len, (unsigned long long)off, ret,
 	              wc_errmsg());
+}
+
+/* Attach `backing` to a free loop device with the given logical block size
+ * (autoclear: it detaches when the last descriptor closes, even if the test
+ * dies).  Returns the loop fd, or -errno when loop devices are unusable. */
+int loop_attach(const char *backing, unsigned block_size, char *dev, size_t len)
+{
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	int ret = -ENODEV;
+
+	if (ctl < 0)
+		return -errno;
+	for (int attempt = 0; attempt < 16; attempt++) {
+		struct loop_config cfg;
+		int n = ioctl(ctl, LOOP_CTL_GET_FREE), dfd, bfd;
+
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		snprintf(dev, len, "/dev/loop%d", n);
+		dfd = open(dev, O_RDWR | O_CLOEXEC);
+		if (dfd < 0) {
+			ret = -errno;
+			break;
+		}
+		bfd = open(backing, O_RDWR | O_CLOEXEC);
+		ck_assert(bfd >= 0);
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.fd = (uint32_t)bfd;
+		cfg.block_size = block_size;
+		cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		ret = ioctl(dfd, LOOP_CONFIGURE, &cfg) == 0 ? 0 : -errno;
+		close(bfd);
+		if (ret == 0) {
+			close(ctl);
+			return dfd;
+		}
+		close(dfd);
+		if (ret != -EBUSY) /* EBUSY: another process took it first */
+			break;
+	}
+	close(ctl);
+	return ret;
 }

@@ -44,6 +44,12 @@ void ext_dir_remove(const char *dir);
 
 uint64_t mono_ns(void);
 
+/* Attach `backing` to a free loop device with the given logical block size
+ * (autoclear: it detaches when the last descriptor closes, even if the test
+ * dies), its path into dev.  Returns the loop fd, or -errno when loop
+ * devices are unusable (then the test skips). */
+int loop_attach(const char *backing, unsigned block_size, char *dev, size_t len);
+
 /* Records the completions of one request. */
 struct one_done {
 	atomic_int calls;
