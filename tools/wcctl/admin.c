@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * admin.c -- the subcommands that go through the library: `wcctl create`,
- * `wcctl status` and `wcctl writeback`.
+ * `wcctl status` and `wcctl writeback` (and `wcctl set-origin`, in
+ * set_origin.c).
  *
  * The library lives in the caller's process, so unlike dmsetup there is no
  * running target to ask: status and writeback open the cache (which runs
@@ -175,7 +176,7 @@ struct status_view {
 	bool before_ok;
 	/* st.granularity and st.origin_mode point into the cache: copies
 	 * that outlive wc_close */
-	char granularity[16], origin_mode[512];
+	char granularity[16], origin_mode[512], origin_identity[1024];
 };
 
 static void status_json(const struct status_view *v)
@@ -210,6 +211,7 @@ static void status_json(const struct status_view *v)
 	wct_json_u64(&j, "size", v->size);
 	wct_json_str(&j, "granularity", st->granularity);
 	wct_json_str(&j, "origin_mode", st->origin_mode);
+	wct_json_str(&j, "origin_identity", st->origin_identity);
 	wct_json_str(&j, "uuid", v->sb_ok ? wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid) : NULL);
 	wct_json_u64(&j, "seq_count", v->sb_ok ? v->img.sb.seq_count : 0);
 	wct_json_u64(&j, "format_time", v->sb_ok ? v->img.sb.format_time : 0);
@@ -257,6 +259,7 @@ static void status_text(const struct status_view *v)
 		       wcctl_commit_source(s1, sizeof(s1), &v->before), v->before.cp.floor);
 	printf("origin         %s: %s\n", v->origin, wct_size_str(s1, sizeof(s1), v->size));
 	printf("origin mode    %s\n", st->origin_mode);
+	printf("origin id      %s\n", st->origin_identity);
 	if (st->error)
 		printf("state          ERROR %d (%s): writes and flushes fail, reads work\n", st->error,
 		       strerror(-st->error));
@@ -303,7 +306,7 @@ static void status_text(const struct status_view *v)
 static int status_live(const char *cmd, const char *cache, const char *origin, bool json)
 {
 	struct wcctl_image img;
-	char s1[32], s2[32], uuid[40], when[64], live[256], line[256];
+	char s1[32], s2[32], uuid[40], when[64], live[256], line[1024];
 	uint64_t used;
 	int ret = wcctl_image_open(&img, cache);
 
@@ -332,7 +335,8 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 		wct_json_str(&j, "holder", wcctl_live_str(live, sizeof(live), &img));
 		wct_json_u64(&j, "blocks", img.sb.n_blocks);
 		wct_json_u64(&j, "block_size", img.sb.block_size);
-		wct_json_u64(&j, "size", img.sb.origin_size);
+		wct_json_u64(&j, "size", wcctl_origin_size(&img));
+		wcctl_json_identity(&j, "origin_identity", &img);
 		wct_json_str(&j, "uuid", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
 		wct_json_u64(&j, "seq_count", img.sb.seq_count);
 		wct_json_u64(&j, "format_time", img.sb.format_time);
@@ -369,7 +373,8 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 	printf("in use         %" PRIu64 " blocks (%s)\n", used,
 	       wct_size_str(s2, sizeof(s2), used * (uint64_t)img.sb.block_size));
 	printf("origin         %s: %s (held by the same owner)\n", origin,
-	       wct_size_str(s1, sizeof(s1), img.sb.origin_size));
+	       wct_size_str(s1, sizeof(s1), wcctl_origin_size(&img)));
+	printf("origin id      %s\n", wcctl_identity_str(line, sizeof(line), &img));
 	wcctl_image_close(&img);
 	return WCCTL_OK;
 }
@@ -415,8 +420,10 @@ int wcctl_status(int argc, char **argv)
 	wc_get_stats(c, &v.st);
 	snprintf(v.granularity, sizeof(v.granularity), "%s", v.st.granularity);
 	snprintf(v.origin_mode, sizeof(v.origin_mode), "%s", v.st.origin_mode);
+	snprintf(v.origin_identity, sizeof(v.origin_identity), "%s", v.st.origin_identity);
 	v.st.granularity = v.granularity;
 	v.st.origin_mode = v.origin_mode;
+	v.st.origin_identity = v.origin_identity;
 	v.block_size = wc_block_size(c);
 	v.size = wc_size(c);
 	ret = wc_close(c);

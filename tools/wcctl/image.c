@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bind.h"
 #include "error.h"
 #include "wcctl.h"
 
@@ -76,9 +77,82 @@ int wcctl_image_open(struct wcctl_image *img, const char *path)
 		return wc_err_sys(err, "%s: read the commit records at offset %u", path,
 		                  WC_RECORD_OFFSET);
 	}
+	got = pread(img->fd, img->oid, sizeof(img->oid), WC_ORIGIN_ID_OFFSET);
+	if (got < 0) {
+		int err = -errno;
+
+		wcctl_image_close(img);
+		return wc_err_sys(err, "%s: read the origin identity at offset %u", path,
+		                  WC_ORIGIN_ID_OFFSET);
+	}
+	img->oid_slot = wc_origin_id_current(img->oid);
 	ret = wc_sb_validate(&img->sb, img->file_size, path, &img->layout);
 	img->sb_ok = ret == 0;
 	return ret;
+}
+
+uint64_t wcctl_origin_size(const struct wcctl_image *img)
+{
+	return img->oid_slot >= 0 ? img->oid[img->oid_slot].origin_size : img->sb.origin_size;
+}
+
+bool wcctl_identity_damaged(const struct wcctl_image *img)
+{
+	return img->sb_ok && img->sb.version != WC_FORMAT_VERSION_NO_IDENTITY && img->oid_slot < 0;
+}
+
+static const char *source_name(unsigned source)
+{
+	switch (source) {
+	case WC_OID_SRC_CREATE: return "at create";
+	case WC_OID_SRC_ADOPT: return "at its first open by this library (it predates origin identities)";
+	case WC_OID_SRC_GROWN: return "when the origin grew";
+	case WC_OID_SRC_RENAMED: return "when the origin was opened under this name";
+	case WC_OID_SRC_REBIND: return "when the cache was re-bound to it";
+	default: return "(unknown occasion)";
+	}
+}
+
+const char *wcctl_identity_str(char *buf, size_t len, const struct wcctl_image *img)
+{
+	const struct wc_pmem_origin_id *id;
+	char desc[512];
+
+	if (img->oid_slot < 0) {
+		snprintf(buf, len, "%s", wcctl_identity_damaged(img)
+		         ? "DAMAGED: neither identity slot (offsets 1024, 1536) is intact; "
+		           "wc_open refuses the cache until `wcctl set-origin --force`"
+		         : "none recorded (format version 2): recorded at the next open");
+		return buf;
+	}
+	id = &img->oid[img->oid_slot];
+	snprintf(buf, len, "%s, recorded %s, generation %" PRIu64,
+	         wc_bind_describe(desc, sizeof(desc), id->kind, id->name, id->id, id->origin_size),
+	         source_name(id->source), id->generation);
+	return buf;
+}
+
+void wcctl_json_identity(struct wct_json *j, const char *key, const struct wcctl_image *img)
+{
+	const struct wc_pmem_origin_id *id;
+
+	if (img->oid_slot < 0) {
+		wct_json_null(j, key);
+		return;
+	}
+	id = &img->oid[img->oid_slot];
+	wct_json_object(j, key, false);
+	wct_json_str(j, "kind", wc_origin_kind_name(id->kind));
+	wct_json_str(j, "name", id->name);
+	if (id->id[0])
+		wct_json_str(j, "id", id->id);
+	else
+		wct_json_null(j, "id");
+	wct_json_u64(j, "size", id->origin_size);
+	wct_json_u64(j, "generation", id->generation);
+	wct_json_u64(j, "slot", (uint64_t)img->oid_slot);
+	wct_json_u64(j, "time", id->time);
+	wct_json_end(j);
 }
 
 struct key {
@@ -221,7 +295,7 @@ int wcctl_image_commit(struct wcctl_image *img)
 int wcctl_image_classify(struct wcctl_image *img)
 {
 	const struct wc_layout *l = &img->layout;
-	uint64_t origin_blocks = img->sb.origin_size / l->block_size, point;
+	uint64_t origin_blocks = wcctl_origin_size(img) / l->block_size, point;
 	struct key *keys;
 	size_t nk = 0;
 	int ret = wcctl_image_commit(img);

@@ -25,16 +25,17 @@
 static void print_sb(const struct wcctl_image *img, const char *prefix)
 {
 	const struct wc_pmem_sb *sb = &img->sb;
-	char s1[32], s2[32], uuid[40], when[64];
+	char s1[32], s2[32], uuid[40], when[64], idbuf[1024];
 
 	printf("%s%s: format %u, %" PRIu64 " blocks of %u B (%s), origin %s (%" PRIu64
 	       " blocks)\n",
 	       prefix, img->path, sb->version, sb->n_blocks, sb->block_size,
 	       wct_size_str(s1, sizeof(s1), sb->n_blocks * (uint64_t)sb->block_size),
-	       wct_size_str(s2, sizeof(s2), sb->origin_size),
-	       sb->block_size ? sb->origin_size / sb->block_size : 0);
+	       wct_size_str(s2, sizeof(s2), wcctl_origin_size(img)),
+	       sb->block_size ? wcctl_origin_size(img) / sb->block_size : 0);
 	printf("%suuid %s, formatted %s\n", prefix, wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid),
 	       wcctl_time_str(when, sizeof(when), sb->format_time));
+	printf("%sorigin identity %s\n", prefix, wcctl_identity_str(idbuf, sizeof(idbuf), img));
 	printf("%sentries at offset %" PRIu64 ", data at offset %" PRIu64 ", file %" PRIu64
 	       " bytes (%" PRIu64 " used)\n",
 	       prefix, img->layout.entries_offset, img->layout.data_offset, img->file_size,
@@ -103,7 +104,7 @@ static void json_sb(struct wct_json *j, const char *key, const struct wcctl_imag
 	wct_json_u64(j, "version", sb->version);
 	wct_json_u64(j, "block_size", sb->block_size);
 	wct_json_u64(j, "n_blocks", sb->n_blocks);
-	wct_json_u64(j, "origin_size", sb->origin_size);
+	wct_json_u64(j, "origin_size", wcctl_origin_size(img));
 	wct_json_str(j, "uuid", wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid));
 	wct_json_u64(j, "format_time", sb->format_time);
 	wct_json_u64(j, "entries_offset", img->layout.entries_offset);
@@ -139,6 +140,7 @@ int wcctl_check(int argc, char **argv)
 	struct wcctl_image img;
 	struct problems pr = { .max = 100 };
 	uint64_t origin_blocks, damage;
+	bool id_damaged;
 	char live[256];
 	const struct wct_opt opts[] = {
 		WCT_OPT("max", WCT_U64, &pr.max, 0, UINT64_MAX),
@@ -189,6 +191,7 @@ int wcctl_check(int argc, char **argv)
 		wct_json_bool(&pr.j, "ok", true);
 		json_sb(&pr.j, "fields", &img);
 		wct_json_end(&pr.j);
+		wcctl_json_identity(&pr.j, "origin_identity", &img);
 		wcctl_json_commit(&pr.j, "commit", &img);
 		wct_json_array(&pr.j, "problems", true);
 	} else {
@@ -213,7 +216,11 @@ int wcctl_check(int argc, char **argv)
 			        i, wcctl_record_offset(i), r->seq, r->count, r->seq - 1, ri->found,
 			        ri->found == r->count ? " with another digest" : "");
 	}
-	origin_blocks = img.sb.origin_size / img.sb.block_size;
+	if (wcctl_identity_damaged(&img))
+		problem(&pr, "damage", "origin identity (offsets %u and %u): neither slot is intact; "
+		        "the cache opens only with `wcctl set-origin --force`", WC_ORIGIN_ID_OFFSET,
+		        WC_ORIGIN_ID_OFFSET + 512);
+	origin_blocks = wcctl_origin_size(&img) / img.sb.block_size;
 	for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
 		const struct wc_pmem_entry *pe = &img.entries[i];
 		const struct wcctl_entry_info *e = &img.info[i];
@@ -240,6 +247,7 @@ int wcctl_check(int argc, char **argv)
 			        img.cp.seq);
 	}
 	damage = img.n_outside + img.n_duplicate;
+	id_damaged = wcctl_identity_damaged(&img);
 	/* A live image moves under the read: the owner's recovery accepted
 	 * it, so what looks inconsistent here is a read that raced a commit,
 	 * not damage. */
@@ -248,10 +256,12 @@ int wcctl_check(int argc, char **argv)
 		wct_json_bool(&pr.j, "problems_left_out", pr.left_out);
 		json_counts(&pr.j, "entries", &img);
 		wct_json_u64(&pr.j, "damaged_entries", damage);
-		wct_json_str(&pr.j, "result", !damage ? "clean" : img.live ? "live-unsettled" : "damaged");
+		wct_json_bool(&pr.j, "origin_identity_damaged", id_damaged);
+		wct_json_str(&pr.j, "result", id_damaged ? "damaged" : !damage ? "clean"
+		             : img.live ? "live-unsettled" : "damaged");
 		wct_json_end(&pr.j);
 		wcctl_image_close(&img);
-		return damage && !img.live ? WCCTL_FAIL : WCCTL_OK;
+		return id_damaged || (damage && !img.live) ? WCCTL_FAIL : WCCTL_OK;
 	}
 	if (pr.left_out)
 		printf("(%" PRIu64 " more problems not printed: --max %" PRIu64 ")\n", pr.left_out,
@@ -261,7 +271,10 @@ int wcctl_check(int argc, char **argv)
 	       " duplicate\n",
 	       img.n_committed, img.n_superseded, img.n_uncommitted, img.n_free, img.n_outside,
 	       img.n_duplicate);
-	if (damage && img.live)
+	if (id_damaged)
+		printf("result: %s: DAMAGED (origin identity%s; wc_open would refuse it)\n", img.path,
+		       damage ? " and entries" : "");
+	else if (damage && img.live)
 		printf("result: %s: %s: %" PRIu64 " entries looked inconsistent in a read that "
 		       "raced its owner's commits; check it again once it is closed\n",
 		       img.path, wcctl_live_str(live, sizeof(live), &img), damage);
@@ -272,7 +285,7 @@ int wcctl_check(int argc, char **argv)
 		printf("result: %s: clean%s%s%s\n", img.path, img.live ? " (" : "",
 		       img.live ? wcctl_live_str(live, sizeof(live), &img) : "", img.live ? ")" : "");
 	wcctl_image_close(&img);
-	return damage && !img.live ? WCCTL_FAIL : WCCTL_OK;
+	return id_damaged || (damage && !img.live) ? WCCTL_FAIL : WCCTL_OK;
 }
 
 static void dump_usage(FILE *f)

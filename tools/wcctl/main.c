@@ -27,6 +27,8 @@ static const struct wcctl_command commands[] = {
 	  "open (recover) the cache and show it; a cache in use is only read" },
 	{ "writeback", wcctl_writeback, "CACHE ORIGIN",
 	  "write every dirty block back to ORIGIN, with a progress bar" },
+	{ "set-origin", wcctl_set_origin, "CACHE ORIGIN [--force]",
+	  "bind the cache to another origin (a moved one, or a clean cache reused)" },
 	{ "check", wcctl_check, "CACHE",
 	  "offline consistency check of a cache image (exit 1 if damaged)" },
 	{ "dump", wcctl_dump, "CACHE [--all]",
@@ -41,7 +43,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: wcctl <command> [options]   (wcctl <command> --help)\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-9s %-38s %s\n", commands[i].name, commands[i].args,
+		fprintf(f, "  %-10s %-38s %s\n", commands[i].name, commands[i].args,
 		        commands[i].summary);
 	fprintf(f, "\nexit status: 0 ok, 1 failure (or a damaged image for check), 2 usage error\n"
 	           "see wcctl(8)\n");

@@ -25,6 +25,7 @@ enum { WCCTL_OK = 0, WCCTL_FAIL = 1, WCCTL_USAGE = 2 };
 int wcctl_create(int argc, char **argv);
 int wcctl_status(int argc, char **argv);
 int wcctl_writeback(int argc, char **argv);
+int wcctl_set_origin(int argc, char **argv);
 int wcctl_check(int argc, char **argv);
 int wcctl_dump(int argc, char **argv);
 int wcctl_calibrate(int argc, char **argv);
@@ -78,6 +79,8 @@ struct wcctl_image {
 	uint64_t file_size;
 	struct wc_pmem_sb sb;          /* a copy of the superblock region's head */
 	struct wc_pmem_record rec[WC_RECORD_SLOTS]; /* copies of the record slots */
+	struct wc_pmem_origin_id oid[WC_ORIGIN_ID_SLOTS]; /* copies of the identity slots */
+	int oid_slot;                  /* the one in force (wc_origin_id_current), -1: none */
 	struct wc_layout layout;       /* valid only if sb_ok */
 	bool sb_ok;
 	/* Open elsewhere (the owner's lock is held): the image moves while it
@@ -117,6 +120,17 @@ int wcctl_image_commit(struct wcctl_image *img);
  * as recovery would.  0 or -errno with a message. */
 int wcctl_image_classify(struct wcctl_image *img);
 void wcctl_image_close(struct wcctl_image *img);
+/* The origin size the cache serves: its identity's (which grows with the
+ * origin), else the superblock's. */
+uint64_t wcctl_origin_size(const struct wcctl_image *img);
+/* The recorded origin, e.g. "file /o.img (inode 12 tag 9f..., 8 MiB), recorded at
+ * create, generation 1"; or why there is none. */
+const char *wcctl_identity_str(char *buf, size_t len, const struct wcctl_image *img);
+/* A version-3 image without an intact identity slot: damaged. */
+bool wcctl_identity_damaged(const struct wcctl_image *img);
+/* The same as the JSON object `key` (null when none is recorded). */
+void wcctl_json_identity(struct wct_json *j, const char *key, const struct wcctl_image *img);
+
 /* Byte offset of entry `idx` in the file. */
 uint64_t wcctl_entry_offset(const struct wcctl_image *img, uint64_t idx);
 const char *wcctl_state_name(enum wcctl_entry_state s);
