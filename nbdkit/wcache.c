@@ -305,6 +305,25 @@ static int wcache_config_complete(void)
 		nbdkit_error("config=%s: %s", config_str, wc_errmsg());
 		return -1;
 	}
+	if (stats_path) {
+		/* Refused at start, not after the fork (where the stats
+		 * thread would only log it). */
+		char *dir = strdup(stats_path), *slash;
+
+		if (!dir) {
+			nbdkit_error("strdup: %m");
+			return -1;
+		}
+		slash = strrchr(dir, '/');
+		if (slash)
+			*(slash == dir ? slash + 1 : slash) = '\0';
+		if (access(slash ? dir : ".", W_OK | X_OK) < 0) {
+			nbdkit_error("stats=%s: the folder %s: %m", stats_path, slash ? dir : ".");
+			free(dir);
+			return -1;
+		}
+		free(dir);
+	}
 	if (cfg.no_threads) {
 		/* Nothing here would drive wc_poll(): the cache would fill up
 		 * and never write back. */
@@ -331,35 +350,69 @@ static void wcache_dump_plugin(void)
 
 /* Format only what holds no cache: a missing or empty file, or one whose
  * superblock is all zeroes (-ENODATA).  A damaged cache (bad CRC, bad magic)
- * is refused, never reformatted: it may still hold the only copy of data. */
-static int open_or_create(void)
+ * is refused, never reformatted: it may still hold the only copy of data.
+ * A file this call created is removed again if formatting it failed. */
+static int open_or_create(const struct wc_config *config, wc_cache **out)
 {
 	struct stat st;
+	bool existed = stat(cache_path, &st) == 0;
 	int ret;
 
-	if (create_cache && (stat(cache_path, &st) < 0 || (S_ISREG(st.st_mode) && st.st_size == 0)))
+	if (create_cache && (!existed || (S_ISREG(st.st_mode) && st.st_size == 0)))
 		ret = -ENODATA;
 	else
-		ret = wc_open(&cache, cache_path, origin_path, &cfg);
+		ret = wc_open(out, cache_path, origin_path, config);
 	if (ret == -ENODATA && create_cache) {
+		if ((!existed || (S_ISREG(st.st_mode) && st.st_size == 0)) && !config->cache_size) {
+			nbdkit_error("wcache: %s %s, and create=true needs the size to make it: "
+			             "config=cache_size=SIZE (e.g. cache_size=1G)", cache_path,
+			             existed ? "is empty" : "does not exist");
+			return -EINVAL;
+		}
 		nbdkit_debug("wcache: %s holds no cache: formatting it", cache_path);
-		ret = wc_create(&cache, cache_path, origin_path, &cfg);
+		ret = wc_create(out, cache_path, origin_path, config);
+		if (ret < 0 && !existed)
+			unlink(cache_path);
 	}
 	if (ret < 0) {
 		nbdkit_error("wcache: %s %s (origin %s): %s", create_cache ? "open/create" : "open",
 		             cache_path, origin_path, wc_errmsg());
-		cache = NULL;
+		*out = NULL;
 	}
 	return ret;
 }
 
+/*
+ * Before nbdkit forks into the background, so that every reason the cache
+ * cannot be served -- missing, in use, damaged, made for another origin --
+ * makes nbdkit exit non-zero with the message on stderr, instead of a child
+ * that dies after its parent reported success.  This open recovers, checks
+ * the origin's identity and formats (create=true) with no threads, and
+ * closes again: the library's threads and the origin's I/O context (libaio,
+ * librados) do not survive fork.  after_fork opens it for serving.
+ */
+static int wcache_get_ready(void)
+{
+	struct wc_config check = cfg;
+	wc_cache *c;
+
+	check.no_threads = true;
+	if (open_or_create(&check, &c) < 0)
+		return -1;
+	if (wc_close(c) < 0) {
+		nbdkit_error("wcache: close %s: %s", cache_path, wc_errmsg());
+		return -1;
+	}
+	return 0;
+}
+
 /* The library's write-back and commit threads would not survive the fork
- * into the background, so the cache is opened only after it. */
+ * into the background, so the cache is opened for serving only after it. */
 static int wcache_after_fork(void)
 {
 	int err;
 
-	if (open_or_create() < 0)
+	if (open_or_create(&cfg, &cache) < 0)
 		return -1;
 	bs = wc_block_size(cache);
 	if (stats_path) {
@@ -663,6 +716,7 @@ static struct nbdkit_plugin plugin = {
 	.config_complete = wcache_config_complete,
 	.config_help = wcache_config_help,
 	.dump_plugin = wcache_dump_plugin,
+	.get_ready = wcache_get_ready,
 	.after_fork = wcache_after_fork,
 	.cleanup = wcache_cleanup,
 	.open = wcache_open,
