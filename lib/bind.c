@@ -43,8 +43,10 @@ const char *wc_bind_describe(char *buf, size_t len, unsigned kind, const char *n
 {
 	char sz[32];
 
-	snprintf(buf, len, "%s %s (%s, %s)", wc_origin_kind_name(kind), name,
-	         id[0] ? id : "name only", wc_size_format(sz, sizeof(sz), size));
+	/* An embedder's origin is what its describe() says: no kind word. */
+	snprintf(buf, len, "%s%s%s (%s, %s)", kind == WC_OID_CUSTOM ? "" : wc_origin_kind_name(kind),
+	         kind == WC_OID_CUSTOM ? "" : " ", name, id[0] ? id : "name only",
+	         wc_size_format(sz, sizeof(sz), size));
 	return buf;
 }
 
@@ -262,13 +264,13 @@ void wc_bind_settle(struct wc_cache *c)
 	to = b->slot < 0 ? 0 : 1u - (unsigned)b->slot;
 	wc_persist_copy(&c->fp, wc_origin_id_slot(c->base, to), &slot, sizeof(slot));
 	wc_persist_drain(&c->fp);
-	if (b->pending == WC_OID_SRC_ADOPT || b->pending == WC_OID_SRC_REBIND)
-		fprintf(stderr, "libwcache: %s: %s origin %s\n", c->cache_path,
-		        b->pending == WC_OID_SRC_ADOPT
-		                ? "made by an earlier libwcache, which recorded no origin identity: "
-		                  "from now on it belongs to"
-		                : "re-bound to",
-		        wc_bind_describe(desc, sizeof(desc), slot.kind, slot.name, slot.id, slot.origin_size));
+	/* Once in a cache's life, and not asked for: said where a service's
+	 * log will keep it (a re-bind was asked for, and wc_stats says it). */
+	if (b->pending == WC_OID_SRC_ADOPT)
+		fprintf(stderr, "libwcache: %s: made by an earlier libwcache, which recorded no origin "
+		        "identity: from now on it belongs to origin %s\n", c->cache_path,
+		        wc_bind_describe(desc, sizeof(desc), slot.kind, slot.name, slot.id,
+		                         slot.origin_size));
 	b->recorded = slot;
 	b->slot = (int)to;
 	wc_bind_text(c, b->pending == WC_OID_SRC_ADOPT);

@@ -74,6 +74,10 @@ START_TEST(test_sweep_cleaner) { sweep("cleaner", 50, 300); }
 END_TEST
 START_TEST(test_sweep_reopen) { sweep("reopen", 60, 300); }
 END_TEST
+/* The identity: recorded at format, re-bound clean and forced; every
+ * image opens with its origin (or, in a re-bind, the one before) only. */
+START_TEST(test_sweep_rebind) { sweep("rebind", 90, 300); }
+END_TEST
 START_TEST(test_sweep_random) { sweep("random", 70, 300); }
 END_TEST
 START_TEST(test_sweep_random4k) { sweep("random4k", 80, 300); }
@@ -270,6 +274,7 @@ static Suite *crash_cache_suite(void)
 	tcase_add_test(tc, test_sweep_writeback);
 	tcase_add_test(tc, test_sweep_cleaner);
 	tcase_add_test(tc, test_sweep_reopen);
+	tcase_add_test(tc, test_sweep_rebind);
 	tcase_add_test(tc, test_sweep_random);
 	tcase_add_test(tc, test_sweep_random4k);
 	tcase_add_test(tc, test_sweep_catches_missing_fence);

@@ -89,6 +89,34 @@ int drv_open(struct crash_drv *d)
 	return end(d);
 }
 
+void drv_name_origin(struct crash_drv *d, const char *name)
+{
+	snprintf(d->origin_name, sizeof(d->origin_name), "%s", name);
+	fault_origin_set_name(d->fo, name);
+}
+
+int drv_rebind(struct crash_drv *d, const char *name, unsigned rebind)
+{
+	struct wc_config cfg = d->cfg;
+	int ret;
+
+	begin(d, "rebind to \"%s\"", name);
+	snprintf(d->prev_origin_name, sizeof(d->prev_origin_name), "%s", d->origin_name);
+	snprintf(d->origin_name, sizeof(d->origin_name), "%s", name);
+	fault_origin_set_name(d->fo, name);
+	cfg.origin_rebind = rebind;
+	ret = wc_open_origin(&d->c, d->cache_path, d->origin, &cfg);
+	if (ret != 0) {
+		d->c = NULL;
+		crash_verify_captures(d);
+		return call_failed(d, ret);
+	}
+	ret = end(d);
+	/* Durable now: an image taken from here on names the new origin. */
+	d->prev_origin_name[0] = '\0';
+	return ret;
+}
+
 int drv_close(struct crash_drv *d)
 {
 	int ret;

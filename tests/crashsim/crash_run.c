@@ -369,6 +369,47 @@ out:
 
 
 /*
+ * An origin other than the image's own is refused (-EXDEV), and the refusal
+ * leaves the image as it was: whatever a crash left of a re-bind, the cache
+ * never opens with an origin it was not bound to.
+ */
+static bool other_origin_refused(const char *path, struct fault_origin *fo,
+                                 const struct crash_capture *cap, uint32_t bs, char *why,
+                                 size_t why_len)
+{
+	char name[64];
+	struct wc_config cfg;
+	uint8_t *now;
+	wc_cache *c = NULL;
+	bool ok = true;
+	int fd, ret;
+
+	snprintf(name, sizeof(name), "%s", fault_origin_origin(fo).ops->describe(fo));
+	fault_origin_set_name(fo, "a third origin");
+	open_config(&cfg, bs);
+	ret = wc_open_origin(&c, path, fault_origin_origin(fo), &cfg);
+	fault_origin_set_name(fo, name);
+	if (ret != -EXDEV) {
+		snprintf(why, why_len, "another origin was not refused with -EXDEV: %d %s", ret,
+		         ret ? wc_errmsg() : "opened");
+		if (c)
+			wc_close(c);
+		return false;
+	}
+	now = malloc(cap->cache_len);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!now || fd < 0 || pread(fd, now, cap->cache_len, 0) != (ssize_t)cap->cache_len ||
+	    memcmp(now, cap->cache_img, cap->cache_len) != 0) {
+		snprintf(why, why_len, "refusing another origin changed the image");
+		ok = false;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(now);
+	return ok;
+}
+
+/*
  * Recover `cap` and check it.  Returns the number of violations found (in
  * it and, at depth 0, in the images of its own recovery crashed).
  */
@@ -398,6 +439,13 @@ uint64_t crash_verify(struct crash_drv *d, const struct crash_capture *cap, int 
 		d->r->errors++;
 		goto out;
 	}
+	if (d->origin_name[0]) {
+		fault_origin_set_name(rc.fo, d->origin_name);
+		wc_test_hooks = NULL;
+		if (!cap->formatting &&
+		    !other_origin_refused(path, rc.fo, cap, bs, why, sizeof(why)))
+			goto closed;
+	}
 	if (depth == 0 && o->recovery_every && d->verified % o->recovery_every == 0) {
 		struct wc_crashsim_config sc = {
 			.seed = wc_rng_next(&d->img_rng),
@@ -412,6 +460,11 @@ uint64_t crash_verify(struct crash_drv *d, const struct crash_capture *cap, int 
 	wc_test_hooks = rsim ? wc_crashsim_hooks(rsim) : NULL;
 	open_config(&cfg, bs);
 	ret = wc_open_origin(&c, path, fault_origin_origin(rc.fo), &cfg);
+	/* A crash inside a re-bind: the image may still name the origin before. */
+	if (ret == -EXDEV && d->prev_origin_name[0]) {
+		fault_origin_set_name(rc.fo, d->prev_origin_name);
+		ret = wc_open_origin(&c, path, fault_origin_origin(rc.fo), &cfg);
+	}
 	if (ret != 0) {
 		const char *msg = wc_errmsg();
 

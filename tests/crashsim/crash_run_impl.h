@@ -58,6 +58,10 @@ struct crash_drv {
 	uint8_t *buf;                    /* origin_blocks x block_size */
 
 	bool formatting;                 /* inside wc_create: a refusal is allowed */
+	/* The origin's name (its identity: fault_origin_set_name), and while
+	 * a re-bind to it may not be durable yet, the one before: an image
+	 * must open with one of the two, and refuse any other. */
+	char origin_name[64], prev_origin_name[64];
 	char op[96];                     /* the call in progress, for reports */
 	uint64_t ops;
 	uint64_t verified;               /* images recovered (selects recovery crashes, probes) */
@@ -91,6 +95,12 @@ void crash_say(const struct crash_opts *o, const char *fmt, ...)
 /* The calls a workload makes (0 or a negative errno; a failure ends the run). */
 int drv_create(struct crash_drv *d);
 int drv_open(struct crash_drv *d);
+/* Name the origin (before drv_create): from then on every image is also
+ * checked to refuse an origin of another name. */
+void drv_name_origin(struct crash_drv *d, const char *name);
+/* Open the closed cache with the origin renamed to `name` (another origin
+ * to the cache), re-binding it: WC_ORIGIN_REBIND_CLEAN or _FORCE. */
+int drv_rebind(struct crash_drv *d, const char *name, unsigned rebind);
 int drv_close(struct crash_drv *d);
 int drv_write(struct crash_drv *d, uint64_t first, uint64_t count, unsigned flags);
 int drv_flush(struct crash_drv *d);

@@ -150,6 +150,29 @@ static int wl_race(struct crash_drv *d)
 	return drv_close(d);
 }
 
+/* The origin's identity: recorded at format, then re-bound to another
+ * origin twice -- clean (after write-back), and forced with dirty blocks.
+ * (The "other" origins hold the same bytes here, so the model holds across
+ * them.)  Every image must open with the origin it is bound to, or during
+ * a re-bind with the one before, and refuse any other, untouched. */
+static int wl_rebind(struct crash_drv *d)
+{
+	drv_name_origin(d, "origin A");
+	TRY(drv_create(d));
+	TRY(drv_write(d, 0, 3, 0));
+	TRY(drv_flush(d));
+	TRY(drv_writeback(d));               /* clean: a re-bind needs no force */
+	TRY(drv_close(d));
+	TRY(drv_rebind(d, "origin B", WC_ORIGIN_REBIND_CLEAN));
+	TRY(drv_write(d, 1, 2, 0));
+	TRY(drv_close(d));
+	TRY(drv_rebind(d, "origin C", WC_ORIGIN_REBIND_FORCE)); /* dirty */
+	TRY(drv_write(d, 4, 1, WC_FUA));
+	TRY(drv_close(d));
+	TRY(drv_open(d));
+	return drv_close(d);
+}
+
 /* Seeded random mix of everything, on a cache smaller than the origin. */
 static int wl_random(struct crash_drv *d)
 {
@@ -201,6 +224,8 @@ static const struct crash_workload workloads[] = {
 	  512, 16, 8, 0, wl_reopen },
 	{ "race", "writes landing in the next epoch while a commit is under way",
 	  512, 16, 12, 1000, wl_race },
+	{ "rebind", "identity recorded at format, re-bound clean and forced dirty",
+	  512, 16, 8, 0, wl_rebind },
 	{ "random", "a seeded random mix of every call, cache of 10 blocks before 32",
 	  512, 32, 10, 4, wl_random },
 	{ "random4k", "the random mix with 4 KiB blocks",

@@ -491,6 +491,11 @@ int fault_origin_create(struct fault_origin **out, uint64_t size, uint32_t align
 	return 0;
 }
 
+void fault_origin_set_name(struct fault_origin *fo, const char *name)
+{
+	snprintf(fo->desc, sizeof(fo->desc), "%s", name);
+}
+
 void fault_origin_destroy(struct fault_origin *fo)
 {
 	if (!fo)

@@ -97,6 +97,10 @@ void fault_origin_clear_counters(struct fault_origin *fo);
 const uint8_t *fault_origin_volatile(struct fault_origin *fo);
 const uint8_t *fault_origin_durable(struct fault_origin *fo);
 uint64_t fault_origin_size(struct fault_origin *fo);
+/* What describe() returns: an embedder's origin is known by it (a cache
+ * made for one name refuses another), so the crash sweep renames its
+ * origin to re-bind a cache. */
+void fault_origin_set_name(struct fault_origin *fo, const char *name);
 
 /* Put pre-existing content into both images (as if written and flushed). */
 int fault_origin_load(struct fault_origin *fo, const void *buf, size_t len, uint64_t off);
