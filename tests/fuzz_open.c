@@ -9,13 +9,15 @@
  * most up to the data area; a short input changes only a prefix):
  *   bit 0  recompute the superblock CRC afterwards (reach the entry checks
  *          instead of dying at the CRC)
- *   bit 1  restore magic and version afterwards
+ *   bit 1  restore magic and version afterwards, and the template's origin
+ *          identity slots (reach recovery: a version-3 image without an
+ *          intact identity is refused before it)
  *   bit 2  recompute the CRC of both commit records afterwards (reach the
  *          count and digest checks instead of dying at the record's CRC)
  *   bit 3  make both commit records (those with a seq) match the entries:
  *          count and digest of the entries that hold their epoch, then the
  *          CRC (reach recovery with the record's epoch committed)
- * The template (format version 2) has a valid record in slot 0 above the
+ * The template (format version 3) has a valid record in slot 0 above the
  * floor: its first epoch is committed through the record alone.
  *
  * Builds:
@@ -261,6 +263,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		sb->magic = WC_MAGIC;
 		sb->version = WC_FORMAT_VERSION;
+		memcpy(img + WC_ORIGIN_ID_OFFSET, template_img + WC_ORIGIN_ID_OFFSET,
+		       WC_ORIGIN_ID_SLOTS * sizeof(struct wc_pmem_origin_id));
 	}
 	if (flags & FUZZ_FIX_CRC) {
 		struct wc_pmem_sb *sb = wc_sb(img);
@@ -315,7 +319,7 @@ static int save_seed(const char *dir, const char *name, unsigned flags, const ui
 /* Seeds aimed at each refusal of wc_open, at recovery's classes of entries
  * (see recover.c) and at each way a commit record can decide the commit
  * point (format.c, wc_commit_point): short where only the superblock
- * matters.  All of format version 2, from the template, except the one
+ * matters.  All of format version 3, from the template, except the one
  * that checks version 1 is refused. */
 static int make_corpus(const char *dir)
 {

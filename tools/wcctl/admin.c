@@ -374,6 +374,11 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 	       wct_size_str(s2, sizeof(s2), used * (uint64_t)img.sb.block_size));
 	printf("origin         %s: %s (held by the same owner)\n", origin,
 	       wct_size_str(s1, sizeof(s1), wcctl_origin_size(&img)));
+	/* The owner holds the origin (locked, O_EXCL): it cannot be opened
+	 * here to compare identities, only names. */
+	if (img.oid_slot >= 0 && strcmp(img.oid[img.oid_slot].name, origin))
+		printf("               not the name the cache records (%s): the owner's origin is "
+		       "that one, whatever its name here\n", img.oid[img.oid_slot].name);
 	printf("origin id      %s\n", wcctl_identity_str(line, sizeof(line), &img));
 	wcctl_image_close(&img);
 	return WCCTL_OK;
