@@ -54,7 +54,7 @@ stat_of() { # the counter $1 of the last run's wc_stats file
 	sed -n "s/^ *\"$1\": \\([0-9-]*\\),\$/\\1/p" "$dir/stats.json" 2>/dev/null
 }
 
-echo "1..12"
+echo "1..13"
 
 check "fio lists the engine's options" \
 	bash -c "fio --enghelp='$engine' 2>&1 | grep -q '^wc_cache ' && fio --enghelp='$engine' | grep -q '^wc_stats '"
@@ -84,6 +84,12 @@ check "... FUA commits every write, fsync reaches wc_flush" \
 check "a write the cache refuses fails fio with the library's message" \
 	bash -c "! fio --name=t ${engine_opts[*]} --rw=write --bs=512 --size=64k >'$dir/out' 2>&1 &&
 		grep -q 'wcache: write 512 bytes at offset 0: .*block size' '$dir/out'"
+
+truncate -s 64M "$dir/other"
+check "another origin is refused with the library's message" \
+	bash -c "! fio --name=t ${engine_opts[*]/--wc_origin=$dir\/origin/--wc_origin=$dir/other} \
+		--rw=write --bs=4k --size=64k >'$dir/out' 2>&1 &&
+		grep -q 'another origin: refusing' '$dir/out'"
 
 check "two forked jobs on one cache are refused" \
 	bash -c "! fio --name=t ${engine_opts[*]/--thread/} --rw=write --bs=4k --size=1m --numjobs=2 \
