@@ -149,4 +149,5 @@ void wct_json_stats(struct wct_json *j, const struct wc_stats *st)
 	STAT(writeback_failing_ms); STAT(writer_slots);
 #undef STAT
 	wct_json_int(j, "writeback_last_error", st->writeback_last_error);
+	wct_json_str(j, "origin_identity", st->origin_identity);
 }
