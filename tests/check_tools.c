@@ -190,6 +190,7 @@ static void fill_stats(struct wct_json *j)
 	st.blocks = 8;
 	st.dram_bytes = 99;
 	st.writeback_last_error = -ENOTCONN; /* the one signed field */
+	st.origin_identity = "file /o (inode 12 tag 9f, 8 MiB)"; /* the one string */
 	wct_json_object(j, NULL, false);
 	wct_json_stats(j, &st);
 	wct_json_end(j);
@@ -222,7 +223,8 @@ START_TEST(json_writer)
 	        "\"commits\": 0, \"writeback_ios\": 0, \"writeback_bytes\": 0, "
 	        "\"writeback_errors\": 0, \"dram_bytes\": 99, \"writeback_window\": 0, "
 	        "\"writeback_latency_us\": 0, \"readahead_blocks\": 0, "
-	        "\"writeback_failing_ms\": 0, \"writer_slots\": 0, \"writeback_last_error\": -107}\n");
+	        "\"writeback_failing_ms\": 0, \"writer_slots\": 0, \"writeback_last_error\": -107, "
+	        "\"origin_identity\": \"file /o (inode 12 tag 9f, 8 MiB)\"}\n");
 }
 END_TEST
 
