@@ -68,7 +68,7 @@ int wcctl_create(int argc, char **argv)
 	struct wcctl_image img;
 	struct wc_stats st;
 	wc_cache *c;
-	char s1[32], s2[32], uuid[40], granularity[16];
+	char s1[32], s2[32], uuid[40], granularity[16], idbuf[1024];
 	uint32_t bs;
 	uint64_t addressable;
 	const struct wct_opt opts[] = {
@@ -114,6 +114,7 @@ int wcctl_create(int argc, char **argv)
 	       img.file_size);
 	printf("  origin         %s (%" PRIu64 " blocks)\n",
 	       wct_size_str(s2, sizeof(s2), addressable), addressable / bs);
+	printf("  origin id      %s\n", wcctl_identity_str(idbuf, sizeof(idbuf), &img));
 	printf("  uuid           %s\n", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
 	printf("  granularity    %s\n", granularity);
 	/* dm-writecache budgets 88 B of DRAM per block (lvm2). */
