@@ -7,8 +7,10 @@
  * the WWID (SCSI, NVMe), the serial (virtio, NVMe, SCSI), a device-mapper
  * or MD array's UUID, and for a loop device the inode of its backing file.
  * These survive a rename (/dev/sdb coming back as /dev/sdc); a partition
- * adds its number and start to its disk's.  A device with none of them is
- * known by name only.
+ * adds its number and start to its disk's.  Where sysfs has none of them,
+ * udev's /dev/disk/by-id name (built from what the device reports, e.g. an
+ * ATA disk's model and serial); a device with none of these is known by
+ * name only.
  *
  * A file: its inode, and a random tag kept in the extended attribute
  * user.wcache.origin, written when a cache is made for the file (or
@@ -17,6 +19,7 @@
  * copy that carried the attribute along.  Where the file system keeps no
  * user attributes, the device number stands in for the tag.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <stdio.h>
@@ -110,6 +113,36 @@ static bool loop_identity(int fd, char *out, size_t len)
 	return true;
 }
 
+/* The by-id link udev made for this device: a wwn- name first, else the
+ * first in name order (deterministic from one open to the next); names of
+ * device-mapper devices by name are skipped (a name, not an identity). */
+static bool by_id_identity(dev_t rdev, char *out, size_t len)
+{
+	char best[256] = "", path[512];
+	struct dirent *de;
+	DIR *d = opendir("/dev/disk/by-id");
+
+	if (!d)
+		return false;
+	while ((de = readdir(d))) {
+		struct stat st;
+		bool wwn = strncmp(de->d_name, "wwn-", 4) == 0, best_wwn = strncmp(best, "wwn-", 4) == 0;
+
+		if (de->d_name[0] == '.' || strncmp(de->d_name, "dm-name-", 8) == 0)
+			continue;
+		snprintf(path, sizeof(path), "/dev/disk/by-id/%s", de->d_name);
+		if (stat(path, &st) < 0 || !S_ISBLK(st.st_mode) || st.st_rdev != rdev)
+			continue;
+		if (!best[0] || (wwn && !best_wwn) || (wwn == best_wwn && strcmp(de->d_name, best) < 0))
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	}
+	closedir(d);
+	if (!best[0])
+		return false;
+	snprintf(out, len, "by-id %s", best);
+	return true;
+}
+
 static void block_identity(int fd, const struct stat *st, struct wc_origin_identity *out)
 {
 	char dir[128], disk[256], part[32], start[32];
@@ -123,26 +156,24 @@ static void block_identity(int fd, const struct stat *st, struct wc_origin_ident
 	if (disk_identity(dir, out->id, sizeof(out->id)))
 		return;
 	/* A partition: its disk's identity, its number and where it starts. */
-	if (!sysfs_read(dir, "partition", part, sizeof(part)) ||
-	    !sysfs_read(dir, "start", start, sizeof(start)))
-		return;
-	n = readlink(dir, disk, sizeof(disk) - 1);
-	if (n <= 0)
-		return;
-	disk[n] = '\0';
-	slash = strrchr(disk, '/');
-	if (!slash)
-		return;
-	*slash = '\0';
-	{
+	if (sysfs_read(dir, "partition", part, sizeof(part)) &&
+	    sysfs_read(dir, "start", start, sizeof(start)) &&
+	    (n = readlink(dir, disk, sizeof(disk) - 1)) > 0) {
 		char parent[512], id[WC_ORIGIN_IDENTITY_ID_LEN], full[512];
 
-		snprintf(parent, sizeof(parent), "/sys/dev/block/%s", disk);
-		if (disk[0] != '.' || !disk_identity(parent, id, sizeof(id) - 48))
-			return;
-		snprintf(full, sizeof(full), "%s partition %s start %s", id, part, start);
-		wc_origin_identity_set(out->id, sizeof(out->id), full);
+		disk[n] = '\0';
+		slash = strrchr(disk, '/');
+		if (slash && disk[0] == '.') {
+			*slash = '\0';
+			snprintf(parent, sizeof(parent), "/sys/dev/block/%s", disk);
+			if (disk_identity(parent, id, sizeof(id) - 48)) {
+				snprintf(full, sizeof(full), "%s partition %s start %s", id, part, start);
+				wc_origin_identity_set(out->id, sizeof(out->id), full);
+				return;
+			}
+		}
 	}
+	by_id_identity(st->st_rdev, out->id, sizeof(out->id));
 }
 
 /* The file's tag: read it, or (may_tag) make one. */
