@@ -3,6 +3,7 @@
  * origin.c -- backend-independent origin code: validating an embedder's ops
  * table and synchronous I/O on top of the asynchronous submit/poll pair.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,45 +91,43 @@ bool wc_origin_async_flush(const struct wc_origin *o)
 }
 
 /* The ops tables that can name their origin (origin_identity.c): the
- * built-in backends, declared when one of their origins opens, as above. */
+ * built-in backends, declared when one of their origins opens.  A lock, not
+ * atomics: a table and its function are one pair, declared once per origin
+ * open and read once per cache open. */
 #define IDENTITY_OPS_MAX 8
+static pthread_mutex_t identity_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-	_Atomic(const struct wc_origin_ops *) ops;
-	_Atomic(wc_origin_identify_fn) fn;
+	const struct wc_origin_ops *ops;
+	wc_origin_identify_fn fn;
 } identity_ops[IDENTITY_OPS_MAX];
 
 void wc_origin_declare_identity(const struct wc_origin_ops *ops, wc_origin_identify_fn fn)
 {
+	pthread_mutex_lock(&identity_lock);
 	for (unsigned i = 0; i < IDENTITY_OPS_MAX; i++) {
-		const struct wc_origin_ops *seen = NULL;
-
-		if (atomic_compare_exchange_strong(&identity_ops[i].ops, &seen, ops)) {
-			atomic_store(&identity_ops[i].fn, fn);
-			return;
+		if (identity_ops[i].ops == ops)
+			break;
+		if (!identity_ops[i].ops) {
+			identity_ops[i].ops = ops;
+			identity_ops[i].fn = fn;
+			break;
 		}
-		if (seen == ops)
-			return;
 	}
+	pthread_mutex_unlock(&identity_lock);
 }
 
 int wc_origin_identify(struct wc_origin *o, struct wc_origin_identity *out, bool may_tag)
 {
-	memset(out, 0, sizeof(*out));
-	for (unsigned i = 0; i < IDENTITY_OPS_MAX; i++) {
-		const struct wc_origin_ops *ops = atomic_load(&identity_ops[i].ops);
-		wc_origin_identify_fn fn;
+	wc_origin_identify_fn fn = NULL;
 
-		if (!ops)
-			break;
-		if (ops != o->ops)
-			continue;
-		/* Declared but its function not yet stored: a race at the
-		 * first open of that backend; the next slot holds nothing. */
-		fn = atomic_load(&identity_ops[i].fn);
-		if (fn)
-			return fn(o->ctx, out, may_tag);
-		break;
-	}
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&identity_lock);
+	for (unsigned i = 0; i < IDENTITY_OPS_MAX && identity_ops[i].ops; i++)
+		if (identity_ops[i].ops == o->ops)
+			fn = identity_ops[i].fn;
+	pthread_mutex_unlock(&identity_lock);
+	if (fn)
+		return fn(o->ctx, out, may_tag);
 	/* An embedder's origin: its size (checked by the cache) and its name. */
 	out->kind = WC_OID_CUSTOM;
 	wc_origin_identity_set(out->name, sizeof(out->name), wc_origin_describe(o));

@@ -118,7 +118,7 @@ static bool loop_identity(int fd, char *out, size_t len)
  * device-mapper devices by name are skipped (a name, not an identity). */
 static bool by_id_identity(dev_t rdev, char *out, size_t len)
 {
-	char best[256] = "", path[512];
+	char best[256] = "", path[512], full[sizeof(best) + 8];
 	struct dirent *de;
 	DIR *d = opendir("/dev/disk/by-id");
 
@@ -139,7 +139,8 @@ static bool by_id_identity(dev_t rdev, char *out, size_t len)
 	closedir(d);
 	if (!best[0])
 		return false;
-	snprintf(out, len, "by-id %s", best);
+	snprintf(full, sizeof(full), "by-id %s", best);
+	wc_origin_identity_set(out, len, full);
 	return true;
 }
 

@@ -451,6 +451,9 @@ static Suite *identity_suite(void)
 	Suite *s = suite_create("origin identity");
 	TCase *tc = tcase_create("files");
 
+	/* Each test makes and compares a few 8 MiB files: well under a second
+	 * here, several under ASan on a loaded machine. */
+	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_other_file_refused);
 	tcase_add_test(tc, test_renamed_and_grown);
 	tcase_add_test(tc, test_replaced_file_refused);
@@ -461,6 +464,7 @@ static Suite *identity_suite(void)
 	tcase_add_test(tc, test_rebind_option);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("block devices");
+	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_block_device);
 	suite_add_tcase(s, tc);
 	return s;
