@@ -26,7 +26,10 @@ CEPH_OWNED=
 D=
 cleanup() {
 	local rc=$?
-	[ -n "${CEPH_IMAGES:-}" ] && for i in $CEPH_IMAGES; do ceph_rbd rm --no-progress "$i" >/dev/null 2>&1; done
+	# ceph_image runs in $(...): it notes its images in a file, not a variable.
+	[ -n "$D" ] && [ -f "$D/ceph-images" ] && while read -r i; do
+		ceph_rbd rm --no-progress "$i" >/dev/null 2>&1
+	done <"$D/ceph-images"
 	if [ -n "$CEPH_OWNED" ]; then "$CEPH_TESTS/down" "$CEPH_OWNED" >&2; fi
 	if [ -n "$D" ]; then
 		if [ -n "${KEEP:-}" ]; then echo "# kept $D"; else rm -rf "$D"; fi
@@ -59,9 +62,10 @@ ceph_cluster() {
 ceph_rbd() { timeout 120 rbd -c "$WC_CEPH_CONF" --id "$WC_CEPH_ID" "$@"; }
 
 # ceph_image NAME SIZE: a fresh image, removed at exit; prints its spec.
+# (Called as $(ceph_image ...): what it notes for the exit goes to a file.)
 ceph_image() {
 	ceph_rbd rm --no-progress "$WC_CEPH_POOL/$1" >/dev/null 2>&1
 	ceph_rbd create --size "$2" "$WC_CEPH_POOL/$1" >&2 || bail "rbd create $WC_CEPH_POOL/$1 failed"
-	CEPH_IMAGES="${CEPH_IMAGES:-} $WC_CEPH_POOL/$1"
+	echo "$WC_CEPH_POOL/$1" >>"$D/ceph-images"
 	echo "rbd:$WC_CEPH_POOL/$1:conf=$WC_CEPH_CONF:id=$WC_CEPH_ID"
 }

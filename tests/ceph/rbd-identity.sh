@@ -17,8 +17,6 @@ ceph_cluster
 spec_x=$(ceph_image "idx-$$" 16M)
 spec_y=$(ceph_image "idy-$$" 16M)
 spec_ybig=$(ceph_image "idybig-$$" 32M)
-# ceph_image ran in a subshell: its note for the EXIT trap is made here.
-CEPH_IMAGES="${CEPH_IMAGES:-} $WC_CEPH_POOL/idx-$$ $WC_CEPH_POOL/idybig-$$"
 read_image() {
 	local name
 	case $1 in x) name=idx ;; y) name=idy ;; ybig) name=idybig ;; esac
@@ -35,7 +33,7 @@ check "wcctl status names the image by its ids" \
 # Renamed, the image keeps its id: the same origin under a new name.
 check "a dirty block in the cache of Y" "$H" "$ID_CACHE" "$spec_y" 3 </dev/null
 ceph_rbd rename "$WC_CEPH_POOL/idy-$$" "$WC_CEPH_POOL/idy-renamed-$$" >&2
-CEPH_IMAGES="$CEPH_IMAGES $WC_CEPH_POOL/idy-renamed-$$"
+echo "$WC_CEPH_POOL/idy-renamed-$$" >>"$D/ceph-images"
 check "Y renamed is still the cache's origin" \
 	"$W" writeback --quiet "$ID_CACHE" "${spec_y/idy-$$/idy-renamed-$$}"
 finish
