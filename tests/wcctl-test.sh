@@ -143,7 +143,7 @@ truncate -s 64M "$origin"        # 16384 origin blocks of 4 KiB
 run 2 "no command is a usage error" -- "$W"
 run 0 "--help lists the commands" "calibrate" -- "$W" --help
 run 2 "unknown command is a usage error" "unknown command" -- "$W" frobnicate
-for sub in create status writeback check dump calibrate; do
+for sub in create status writeback set-origin check dump calibrate; do
 	run 0 "$sub --help" "usage: wcctl $sub" -- "$W" "$sub" --help
 done
 run 2 "create without ORIGIN" "missing argument" -- "$W" create "$cache"
@@ -154,6 +154,9 @@ run 2 "check with two images" "unexpected argument" -- "$W" check "$cache" "$cac
 run 2 "check --max with a non-number" "--max" -- "$W" check --max x "$cache"
 run 2 "dump with no image" "missing argument" -- "$W" dump
 run 2 "writeback without ORIGIN" "missing argument" -- "$W" writeback "$cache"
+run 2 "set-origin without ORIGIN" "missing argument" -- "$W" set-origin "$cache"
+run 2 "set-origin with an unknown option" "unrecognized option" -- "$W" set-origin "$cache" "$origin" --bogus
+run 1 "set-origin of a missing cache" "no-such-cache" -- "$W" set-origin "$D/no-such-cache" "$origin"
 run 2 "status with a bad --options string" "unknown option" -- "$W" status "$cache" "$origin" --options nonsense=1
 run 2 "calibrate takes at most one cache" "unexpected argument" -- "$W" calibrate a b
 run 1 "calibrate with a missing cache" "no-such-cache" -- "$W" calibrate "$D/no-such-cache"
