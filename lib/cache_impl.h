@@ -173,7 +173,6 @@ struct wc_cache {
 	/* origin */
 	struct wc_origin origin;
 	uint32_t origin_align;
-	struct wc_bind bind;             /* which origin this is (bind.c) */
 
 	/* blocks */
 	struct wc_entry *e;              /* n_blocks, on huge pages (dram.c) */
@@ -242,6 +241,10 @@ struct wc_cache {
 	/* errors */
 	atomic_int error;                     /* sticky, first one wins */
 	uint64_t t0_ms;
+
+	/* Which origin this is (bind.c): read at open, never on the I/O
+	 * path, so last, where it moves none of the fields above. */
+	struct wc_bind bind;
 };
 
 /* ---- cache.c ---- */
