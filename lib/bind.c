@@ -228,10 +228,7 @@ int wc_bind_check(struct wc_cache *c, uint64_t origin_size)
 		              "%s whose dirty blocks it would receive", c->cache_path, b->now.name,
 		              (unsigned long long)origin_size, (unsigned long long)rec->origin_size,
 		              rec->name);
-	if (origin_size < wc_sb(c->base)->origin_size)
-		return wc_err(-EINVAL, "%s: origin %s has %llu bytes, the cache was formatted for %llu",
-		              c->cache_path, b->now.name, (unsigned long long)origin_size,
-		              (unsigned long long)wc_sb(c->base)->origin_size);
+	/* A clean cache holds nothing of any origin: any size will do. */
 	b->size = origin_size;
 	b->pending = WC_OID_SRC_REBIND;
 	return 0;

@@ -256,6 +256,11 @@ START_TEST(test_rebind)
 	ck_assert_msg(wc_open(&c, f.cache, f.x, &cfg) == 0, "%s", wc_errmsg());
 	ck_assert_int_eq(wc_close(c), 0);
 	refused(&f, f.y, 0, -EXDEV, "another origin");
+	/* Clean, it may be bound to a smaller origin too, and serves its size. */
+	make_file(f.y, ORIGIN / 2);
+	ck_assert_msg(wc_open(&c, f.cache, f.y, &cfg) == 0, "%s", wc_errmsg());
+	ck_assert_uint_eq(wc_size(c), ORIGIN / 2);
+	ck_assert_int_eq(wc_close(c), 0);
 	free(buf);
 }
 END_TEST
