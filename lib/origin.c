@@ -61,71 +61,82 @@ int wc_origin_check(struct wc_origin *o)
 	return 0;
 }
 
-/* The ops tables that take WC_ORIGIN_FLUSH: a few built-in backends (and
- * the tests' fault origin), declared when one of their origins opens. */
-#define ASYNC_FLUSH_OPS_MAX 8
-static _Atomic(const struct wc_origin_ops *) async_flush_ops[ASYNC_FLUSH_OPS_MAX];
+/*
+ * What the built-in backends (and the tests' fault origin) can do beyond
+ * wcache.h's ops table, declared when one of their origins opens: whether
+ * it takes WC_ORIGIN_FLUSH, and how it names its origin (origin_identity.c).
+ * One table under a lock: an entry's fields are set together, declared once
+ * per origin open and read once per cache open.
+ */
+#define TRAITS_MAX 8
+static pthread_mutex_t traits_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	const struct wc_origin_ops *ops;
+	bool async_flush;
+	wc_origin_identify_fn identify;
+} traits[TRAITS_MAX];
+
+/* The entry of `ops`, made if new; TRAITS_MAX when the table is full (then the
+ * backend flushes synchronously and is named by describe(): correct, but
+ * slower and weaker).  Under traits_lock. */
+static unsigned traits_find(const struct wc_origin_ops *ops, bool make)
+{
+	unsigned i;
+
+	for (i = 0; i < TRAITS_MAX && traits[i].ops; i++)
+		if (traits[i].ops == ops)
+			return i;
+	if (!make || i == TRAITS_MAX)
+		return TRAITS_MAX;
+	traits[i].ops = ops;
+	return i;
+}
 
 void wc_origin_declare_async_flush(const struct wc_origin_ops *ops)
 {
-	for (unsigned i = 0; i < ASYNC_FLUSH_OPS_MAX; i++) {
-		const struct wc_origin_ops *seen = NULL;
+	unsigned i;
 
-		if (atomic_compare_exchange_strong(&async_flush_ops[i], &seen, ops) || seen == ops)
-			return;
-	}
-	/* Full: that backend flushes synchronously, correct but slower. */
+	pthread_mutex_lock(&traits_lock);
+	i = traits_find(ops, true);
+	if (i < TRAITS_MAX)
+		traits[i].async_flush = true;
+	pthread_mutex_unlock(&traits_lock);
 }
 
 bool wc_origin_async_flush(const struct wc_origin *o)
 {
-	for (unsigned i = 0; i < ASYNC_FLUSH_OPS_MAX; i++) {
-		const struct wc_origin_ops *ops = atomic_load(&async_flush_ops[i]);
+	bool yes;
+	unsigned i;
 
-		if (!ops)
-			return false;
-		if (ops == o->ops)
-			return true;
-	}
-	return false;
+	pthread_mutex_lock(&traits_lock);
+	i = traits_find(o->ops, false);
+	yes = i < TRAITS_MAX && traits[i].async_flush;
+	pthread_mutex_unlock(&traits_lock);
+	return yes;
 }
-
-/* The ops tables that can name their origin (origin_identity.c): the
- * built-in backends, declared when one of their origins opens.  A lock, not
- * atomics: a table and its function are one pair, declared once per origin
- * open and read once per cache open. */
-#define IDENTITY_OPS_MAX 8
-static pthread_mutex_t identity_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	const struct wc_origin_ops *ops;
-	wc_origin_identify_fn fn;
-} identity_ops[IDENTITY_OPS_MAX];
 
 void wc_origin_declare_identity(const struct wc_origin_ops *ops, wc_origin_identify_fn fn)
 {
-	pthread_mutex_lock(&identity_lock);
-	for (unsigned i = 0; i < IDENTITY_OPS_MAX; i++) {
-		if (identity_ops[i].ops == ops)
-			break;
-		if (!identity_ops[i].ops) {
-			identity_ops[i].ops = ops;
-			identity_ops[i].fn = fn;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&identity_lock);
+	unsigned i;
+
+	pthread_mutex_lock(&traits_lock);
+	i = traits_find(ops, true);
+	if (i < TRAITS_MAX)
+		traits[i].identify = fn;
+	pthread_mutex_unlock(&traits_lock);
 }
 
 int wc_origin_identify(struct wc_origin *o, struct wc_origin_identity *out, bool may_tag)
 {
 	wc_origin_identify_fn fn = NULL;
+	unsigned i;
 
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&identity_lock);
-	for (unsigned i = 0; i < IDENTITY_OPS_MAX && identity_ops[i].ops; i++)
-		if (identity_ops[i].ops == o->ops)
-			fn = identity_ops[i].fn;
-	pthread_mutex_unlock(&identity_lock);
+	pthread_mutex_lock(&traits_lock);
+	i = traits_find(o->ops, false);
+	if (i < TRAITS_MAX)
+		fn = traits[i].identify;
+	pthread_mutex_unlock(&traits_lock);
 	if (fn)
 		return fn(o->ctx, out, may_tag);
 	/* An embedder's origin: its size (checked by the cache) and its name. */

@@ -80,7 +80,7 @@ struct wc_origin_identity {
 	char name[WC_ORIGIN_IDENTITY_NAME_LEN];     /* what it was opened as */
 };
 
-/* A backend's identify(): fill `out`; `may_tag` allows it to leave a mark
+/* A backend's identify(): fill `out` (zeroed by the caller); `may_tag` allows it to leave a mark
  * on the origin that makes the identity stronger (a file's tag, kept in an
  * extended attribute), as wc_create and a re-bind do; an open only reads. */
 typedef int (*wc_origin_identify_fn)(void *ctx, struct wc_origin_identity *out, bool may_tag);

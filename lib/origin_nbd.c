@@ -522,7 +522,6 @@ static int onbd_identify(void *ctx, struct wc_origin_identity *out, bool may_tag
 	struct nbd_origin *o = ctx;
 
 	(void)may_tag;
-	memset(out, 0, sizeof(*out));
 	out->kind = WC_OID_NBD;
 	wc_origin_identity_set(out->name, sizeof(out->name), o->uri);
 	return 0;

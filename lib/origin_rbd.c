@@ -341,7 +341,6 @@ static int rbd_identify(void *ctx, struct wc_origin_identity *out, bool may_tag)
 	int ret;
 
 	(void)may_tag;
-	memset(out, 0, sizeof(*out));
 	out->kind = WC_OID_RBD;
 	snprintf(out->name, sizeof(out->name), "rbd:%s", r->name);
 	ret = rados_cluster_fsid(r->cluster, fsid, sizeof(fsid));
