@@ -29,7 +29,6 @@ int wcctl_image_open(struct wcctl_image *img, const char *path)
 {
 	struct stat st;
 	off_t end;
-	ssize_t got;
 	int ret;
 
 	memset(img, 0, sizeof(*img));
@@ -62,28 +61,21 @@ int wcctl_image_open(struct wcctl_image *img, const char *path)
 	img->file_size = (uint64_t)end;
 	/* A file shorter than the superblock reads as zeros past its end;
 	 * wc_sb_validate then names the truncation. */
-	got = pread(img->fd, &img->sb, sizeof(img->sb), 0);
-	if (got < 0) {
-		int err = -errno;
+	{
+		const struct { void *buf; size_t len; unsigned off; const char *what; } parts[] = {
+			{ &img->sb, sizeof(img->sb), 0, "the superblock" },
+			{ img->rec, sizeof(img->rec), WC_RECORD_OFFSET, "the commit records" },
+			{ img->oid, sizeof(img->oid), WC_ORIGIN_ID_OFFSET, "the origin identity" },
+		};
 
-		wcctl_image_close(img);
-		return wc_err_sys(err, "%s: read superblock", path);
-	}
-	got = pread(img->fd, img->rec, sizeof(img->rec), WC_RECORD_OFFSET);
-	if (got < 0) {
-		int err = -errno;
-
-		wcctl_image_close(img);
-		return wc_err_sys(err, "%s: read the commit records at offset %u", path,
-		                  WC_RECORD_OFFSET);
-	}
-	got = pread(img->fd, img->oid, sizeof(img->oid), WC_ORIGIN_ID_OFFSET);
-	if (got < 0) {
-		int err = -errno;
-
-		wcctl_image_close(img);
-		return wc_err_sys(err, "%s: read the origin identity at offset %u", path,
-		                  WC_ORIGIN_ID_OFFSET);
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+			if (pread(img->fd, parts[i].buf, parts[i].len, parts[i].off) >= 0)
+				continue;
+			ret = -errno;
+			wcctl_image_close(img);
+			return wc_err_sys(ret, "%s: read %s at offset %u", path, parts[i].what,
+			                  parts[i].off);
+		}
 	}
 	img->oid_slot = wc_origin_id_current(img->oid);
 	ret = wc_sb_validate(&img->sb, img->file_size, path, &img->layout);
