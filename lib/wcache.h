@@ -348,9 +348,9 @@ struct wc_stats {
 	 * gives it back when it exits).  At most 63: more writers share one,
 	 * and each commit then also waits for every index shard's lock. */
 	uint64_t writer_slots;
-	/* 0.4: what the cache knows its origin by, e.g. "block device /dev/sdb,
-	 * wwid naa.5000c500a1b2c3d4" or "NBD export nbd://h/x, name only";
-	 * valid until wc_close(). */
+	/* 0.4: what the cache knows its origin by, e.g. "block device /dev/sdb
+	 * (wwid naa.5000c500a1b2c3d4, 4 TiB)" or "NBD export nbd://h/x (name
+	 * only, 64 GiB)"; valid until wc_close(). */
 	const char *origin_identity;
 	uint64_t reserved[1];       /* 0: room for later counters */
 };
