@@ -5,10 +5,8 @@
  * inputs), ops-table validation, the synchronous helper (short transfers,
  * errors, concurrent pollers) and callbacks that resubmit.
  */
-#include <linux/loop.h>
 #include <linux/magic.h>
 #include <pthread.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
