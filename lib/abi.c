@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "abi.h"
-#include "wcconfig.h"
-#include "error.h"
+#include "core/wcconfig.h"
+#include "util/error.h"
 
 _Static_assert(WC_CONFIG_SIZE_0_2 == sizeof(struct wc_config),
                "struct wc_config changed: update WC_CONFIG_SIZE_0_2's meaning and docs/ABI.md");

@@ -9,7 +9,7 @@
 #include <pthread.h>
 
 #include "nbdkit_testutil.h"
-#include "testhooks.h"
+#include "core/testhooks.h"
 #include "wcache.h"
 
 #define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })

@@ -15,7 +15,7 @@
 
 #include "cachetest.h"
 #include "testmain.h"
-#include "lock.h"
+#include "util/lock.h"
 
 #define BS 4096u
 #define ORIGIN_BLOCKS 256u

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "util/error.h"
 #include "flush/engine.h"
 #include "testcpu.h"
 #include "testmain.h"

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "storelock.h"
+#include "util/storelock.h"
 #include "testmain.h"
 
 #define THREADS 4

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 
 #include "cachetest.h"
-#include "format.h"
+#include "core/format.h"
 #include "origin_testutil.h"
 
 #define BS 4096u

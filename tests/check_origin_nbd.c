@@ -11,7 +11,7 @@
 #include <pthread.h>
 
 #include "nbdkit_testutil.h"
-#include "origin.h"
+#include "origin/origin.h"
 
 #define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 

@@ -25,11 +25,11 @@
 
 #include "cachetest.h"
 #include "crashsim.h"
-#include "crc32c.h"
+#include "util/crc32c.h"
 #include "flush/engine.h"
-#include "format.h"
+#include "core/format.h"
 #include "testcpu.h"
-#include "testhooks.h"
+#include "core/testhooks.h"
 #include "testmain.h"
 
 #define BS 4096u

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "rbd_spec.h"
+#include "origin/rbd_spec.h"
 #include "testmain.h"
 #include "wcache.h"
 

@@ -12,8 +12,8 @@
 
 #include "cachetest.h"
 #include "testmain.h"
-#include "crc32c.h"
-#include "format.h"
+#include "util/crc32c.h"
+#include "core/format.h"
 
 #define BS 4096u
 #define ORIGIN_BLOCKS 256u

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "size.h"
+#include "util/size.h"
 #include "testmain.h"
 #include "wcache.h"
 #include "wctools.h"

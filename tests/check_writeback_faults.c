@@ -5,7 +5,7 @@
  * failed origin flushes, and the sweep failing the Nth origin write (as
  * OCF's ErrorDevice) until N passes the writes the workload issues.
  */
-#include "testhooks.h"
+#include "core/testhooks.h"
 #include "testmain.h"
 #include "wbtest.h"
 

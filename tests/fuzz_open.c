@@ -41,7 +41,7 @@
 
 #include "crash_model.h"
 #include "fault_origin.h"
-#include "format.h"
+#include "core/format.h"
 #include "wcache.h"
 
 #define BS 512u

@@ -12,7 +12,7 @@
  * observer check -- ran at 0.70x a bare AVX-512 non-temporal loop on Zen 5
  * (0.72x AVX2 on Zen 1); `wcbench flush` shows both side by side.
  */
-#include "engine.h"
+#include "flush/engine.h"
 
 void wc_pmem_memcpy(void *pmem_dst, const void *src, size_t n)
 {

@@ -21,8 +21,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "engine.h"
-#include "error.h"
+#include "flush/engine.h"
+#include "util/error.h"
 
 #define CAL_BUFFER  (16u << 20) /* > any L2 this engine has met (2 MiB) */
 #define CAL_SOURCE  (64u << 10)

@@ -15,7 +15,7 @@
 #include <cpuid.h>
 #endif
 
-#include "engine.h"
+#include "flush/engine.h"
 
 /*
  * The quirk table: CPUs on which a measurement showed non-temporal stores

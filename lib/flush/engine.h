@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "flush.h"
+#include "flush/flush.h"
 
 /* ---- CPU (cpu.c) ------------------------------------------------------ */
 

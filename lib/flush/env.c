@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "flush/engine.h"
 
 static void env_error(struct wc_pmem_env *env, const char *name, const char *value,
                       const char *expected)

@@ -21,8 +21,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "error.h"
+#include "flush/engine.h"
+#include "util/error.h"
 
 /* Kept for the life of the process: the functions are libpmem2's
  * process-wide choice, the map only the way to ask for them.  Volatile, or

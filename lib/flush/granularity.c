@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "engine.h"
+#include "flush/engine.h"
 
 void wc_plain_copy(void *dst, const void *src, size_t n)
 {

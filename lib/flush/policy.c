@@ -33,8 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "error.h"
+#include "flush/engine.h"
+#include "util/error.h"
 
 /* The seed's rule, measured on Optane by dm-writecache; now only the
  * fallback when a measurement fails (WC_PMEM_THRESHOLD=768 selects it). */

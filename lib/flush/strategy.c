@@ -13,7 +13,7 @@
 #ifndef PACKAGE_VERSION
 #error "lib/flush/strategy.c needs configure's config.h (WC_HAVE_AVX512)"
 #endif
-#include "engine.h"
+#include "flush/engine.h"
 
 #if defined(__x86_64__)
 #define X86(fn) fn

@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "origin.h"
-#include "size.h"
+#include "origin/origin.h"
+#include "util/size.h"
 #include "wcache.h"
 
 #define VERIFY_SAMPLES 256

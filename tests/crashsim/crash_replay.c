@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "crash_run_impl.h"
-#include "format.h"
+#include "core/format.h"
 
 static int gzip_file(const char *path)
 {

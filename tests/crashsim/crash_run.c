@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "crash_run_impl.h"
-#include "format.h"
-#include "testhooks.h"
+#include "core/format.h"
+#include "core/testhooks.h"
 
 #define ORIGIN_SECTOR 512u      /* what a disk writes atomically */
 #define DEFAULT_AUTOCOMMIT 3u   /* small: commits land inside multi-block calls */

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "flush/flush.h"
-#include "testhooks.h"
+#include "core/testhooks.h"
 
 #define WC_CRASH_LINE 64
 

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
+#include "util/error.h"
 #include "fault_origin.h"
-#include "origin.h"
+#include "origin/origin.h"
 
 #define SECTOR 512u
 

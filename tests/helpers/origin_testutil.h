@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "origin.h"
+#include "origin/origin.h"
 #include "testmain.h"
 #include "testutil.h"
 

@@ -23,7 +23,7 @@
 
 #include "cachetest.h"
 #include "fault_origin.h"
-#include "format.h"
+#include "core/format.h"
 #include "testmain.h"
 #include "wcache.h"
 

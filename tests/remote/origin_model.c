@@ -49,8 +49,8 @@
 
 #include "crash_model.h"
 #include "crashsim.h"
-#include "origin.h"
-#include "size.h"
+#include "origin/origin.h"
+#include "util/size.h"
 #include "wcache.h"
 
 #define READ_CHUNK (1u << 20)

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "size.h"
+#include "util/size.h"
 #include "wctools.h"
 
 /* ---- sizes --------------------------------------------------------------- */

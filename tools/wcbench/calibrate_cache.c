@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lock.h"
-#include "policy_line.h"
+#include "util/lock.h"
+#include "core/policy_line.h"
 #include "wcbench.h"
 
 struct cache_map {

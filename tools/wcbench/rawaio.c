@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "util/error.h"
 #include "rawaio.h"
 
 #define RAWAIO_FILL 0x5a

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
-#include "origin.h"
+#include "util/error.h"
+#include "origin/origin.h"
 #include "rawaio.h"
 
 #define RAWORIGIN_FILL 0x5a

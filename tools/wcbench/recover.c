@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "format.h"
+#include "core/format.h"
 #include "wcache.h"
 #include "wcbench.h"
 

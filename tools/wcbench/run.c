@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache_impl.h"
+#include "core/cache.h"
 #include "histogram.h"
 #include "run.h"
 #include "wcbench.h"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cache_impl.h"
+#include "core/cache.h"
 #include "run.h"
 #include "wcbench.h"
 

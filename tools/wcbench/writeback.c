@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 #include "histogram.h"
-#include "origin.h"
+#include "origin/origin.h"
 #include "rawaio.h"
 #include "wcache.h"
 #include "wcbench.h"

@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "policy_line.h"
+#include "util/error.h"
+#include "core/policy_line.h"
 #include "wcctl.h"
 
 static void usage(FILE *f)

@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bind.h"
-#include "error.h"
+#include "core/bind.h"
+#include "util/error.h"
 #include "wcctl.h"
 
 int wcctl_image_open(struct wcctl_image *img, const char *path)

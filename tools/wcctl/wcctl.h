@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "format.h"
-#include "lock.h"
+#include "core/format.h"
+#include "util/lock.h"
 #include "wcache.h"
 #include "wctools.h"
 

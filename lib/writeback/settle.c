@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * writeback_settle.c -- the end of a write-back round: its origin flush (a
+ * request where the origin takes one, else a call), then its blocks freed
+ * if that made them durable or requeued if not, and what a failure counts
+ * for: the backoff, the sticky error, or -- when the origin only cannot be
+ * reached -- neither.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/error.h"
+#include "core/readahead.h"
+#include "writeback/writeback.h"
+
+/* Failed rounds in a row, not counting those that failed only because the
+ * origin could not be reached (wc_wb_unreachable_errno), before the cache
+ * stops in the sticky error. */
+#define WB_MAX_FAILURES 6
+#define WB_BACKOFF_MAX_MS 1000
+
+/* What a round whose settle requeued `failed` blocks returns, with its
+ * message (wb_lock held): the errno itself while the origin cannot be
+ * reached (retried without end), else -EIO counting toward the sticky
+ * error. */
+int wc_wb_failed_round_err(struct wc_cache *c, unsigned failed)
+{
+	int err = c->wb_last_errno;
+	double secs = (double)(wc_wb_now_ns() - c->wb_failing_since_ns) / 1e9;
+
+	if (wc_wb_unreachable_errno(err))
+		return wc_err(err, "%s: write-back of %u blocks failed: the origin cannot be reached (%s); "
+		              "retrying, %u failed rounds in %.1f s",
+		              c->cache_path, failed, strerror(-err), c->wb_failed_rounds, secs);
+	return wc_err(-EIO, "%s: write-back of %u blocks failed (%s; attempt %u of %u)", c->cache_path,
+	              failed, strerror(-err), c->wb_failures, WB_MAX_FAILURES);
+}
+
+struct dead_set {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+/* Collects what wc_versions_drop dropped, to free after the drain.  Out of
+ * memory, a dropped block is leaked (never reused), not corrupted. */
+static void dead_emit(struct wc_cache *c, uint32_t idx, void *arg)
+{
+	struct dead_set *d = arg;
+
+	(void)c;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 256;
+		uint32_t *nv = realloc(d->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return;
+		d->v = nv;
+		d->cap = cap;
+	}
+	d->v[d->n++] = idx;
+}
+
+/* Its shard lock held (the flags are the shard's). */
+static void requeue_failed(struct wc_cache *c, uint32_t idx)
+{
+	struct wc_entry *e = &c->e[idx];
+
+	wc_entry_set_flags(e, e->flags & ~WC_E_WB);
+	/* Superseded while in flight: no logged block leads a commit to it
+	 * any more (its successor's commit skipped it), so the next commit
+	 * looks at every chain. */
+	if (!(e->flags & WC_E_CURRENT))
+		atomic_store(&c->superseded_elsewhere, true);
+}
+
+/*
+ * The errnos of an origin that cannot be reached (a network origin's server
+ * restarting, a cable pulled): write-back retries them without end, backing
+ * off up to WB_BACKOFF_MAX_MS, instead of counting them toward the sticky
+ * error -- the data is safe in the cache, and the origin may come back.
+ */
+bool wc_wb_unreachable_errno(int err)
+{
+	switch (-err) {
+	case ENOTCONN: case ECONNREFUSED: case ECONNRESET: case ECONNABORTED: case EPIPE:
+	case ETIMEDOUT: case EHOSTUNREACH: case EHOSTDOWN: case ENETUNREACH: case ENETDOWN:
+	case ESHUTDOWN:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* What a round's failures were: the last errno, and whether every one of
+ * them only says the origin could not be reached. */
+struct wb_failure {
+	unsigned blocks;
+	int err;
+	bool unreachable;
+};
+
+static void note_failure(struct wb_failure *f, unsigned blocks, int err)
+{
+	f->unreachable = (f->blocks == 0 || f->unreachable) && wc_wb_unreachable_errno(err);
+	f->blocks += blocks;
+	f->err = err;
+}
+
+/* Free what reached the origin durably (the flush returned flush_ret),
+ * requeue the rest and note why in *fail. */
+static void finish(struct wc_cache *c, struct wb_round *round, int flush_ret,
+                   struct dead_set *d, struct wb_failure *fail)
+{
+	bool durable = flush_ret == 0;
+
+	for (unsigned k = 0; k < round->nruns; k++) {
+		struct wb_run *r = &round->runs[k];
+		bool written = r->res == (ssize_t)r->n * c->layout.block_size;
+		bool ok = durable && written;
+
+		if (ok) {
+			atomic_fetch_add_explicit(&c->wb_ios, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->wb_bytes, (uint64_t)r->n * c->layout.block_size,
+			                          memory_order_relaxed);
+			/* Before the blocks leave the cache (readahead.c). */
+			wc_ra_forget(c, c->e[round->cand[r->first]].origin, r->n);
+		} else {
+			/* A short write is an error of the origin's. */
+			note_failure(fail, r->n,
+			             !written ? (r->res < 0 ? (int)r->res : -EIO) : flush_ret);
+		}
+		for (unsigned i = r->first; i < r->first + r->n; i++) {
+			uint32_t idx = round->cand[i];
+			struct wc_shard *s = wc_shard_of(c, c->e[idx].origin);
+
+			if (ok) {
+				uint64_t origin = c->e[idx].origin, seq = c->e[idx].seq;
+
+				/* WC_E_WB keeps the block ours until the versions
+				 * are dropped: wc_lock_for_drop takes commit_lock
+				 * before the shard lock, and without the flag a
+				 * writer's supersede and a commit could free it in
+				 * between (a TSan report in the stress test).  Then
+				 * the block and every older version of it go, oldest
+				 * first, and only after the versions a commit
+				 * unlinked are durably invalid (invariant (8) of
+				 * commit.c), or a crash could resurrect an older
+				 * version over the origin's newer data. */
+				wc_lock_for_drop(c, s);
+				wc_entry_set_flags(&c->e[idx], c->e[idx].flags & ~WC_E_WB);
+				wc_versions_drop(c, s, origin, seq, dead_emit, d);
+				wc_unlock_for_drop(c, s);
+			} else {
+				wc_spin_lock(&s->lock);
+				requeue_failed(c, idx);
+				wc_spin_unlock(&s->lock);
+			}
+		}
+	}
+}
+
+/*
+ * The written round's flush returned `flush_ret`: free its blocks if that
+ * made them durable, else requeue them (wb_lock held).  Returns the blocks
+ * that failed and counts the failure.
+ */
+static unsigned free_durable(struct wc_cache *c, struct wb_round *round, int flush_ret)
+{
+	struct wb_failure fail = { 0 };
+	struct dead_set d = {0};
+
+	/* Durable before free: the one rule write-back lives by. */
+	finish(c, round, flush_ret, &d, &fail);
+	if (d.n) {
+		/* Invariant (5) of commit.c: invalidations durable before reuse. */
+		wc_persist_drain(&c->fp);
+		wc_free_batch(c, d.v, d.n);
+	}
+	free(d.v);
+	if (!fail.blocks) {
+		c->wb_failed_rounds = c->wb_failures = 0;
+		atomic_store_explicit(&c->wb_failing_since_ns, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->wb_last_errno, 0, memory_order_relaxed);
+		return 0;
+	}
+	atomic_fetch_add_explicit(&c->wb_errors, fail.blocks, memory_order_relaxed);
+	if (!c->wb_failed_rounds++)
+		atomic_store_explicit(&c->wb_failing_since_ns, wc_wb_now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&c->wb_last_errno, fail.err, memory_order_relaxed);
+	if (!fail.unreachable && ++c->wb_failures >= WB_MAX_FAILURES)
+		wc_set_error(c, -EIO, "origin write-back failed repeatedly");
+	return fail.blocks;
+}
+
+/* 2, 4, ... ms after each failed round of a streak, at most
+ * WB_BACKOFF_MAX_MS: an origin that is down is asked about once a second. */
+void wc_wb_backoff(unsigned failed_rounds)
+{
+	uint64_t ms = 1ull << (failed_rounds < 10 ? failed_rounds : 10);
+	struct timespec ts;
+
+	if (ms > WB_BACKOFF_MAX_MS)
+		ms = WB_BACKOFF_MAX_MS;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+/* In whatever thread polls the origin. */
+static void flush_done(struct wc_origin_io *io, ssize_t res)
+{
+	struct wb_flush *f = io->priv;
+
+	f->res = res < 0 ? (int)res : 0;
+	atomic_store_explicit(&f->done, true, memory_order_release);
+}
+
+/*
+ * Start making the written round durable (wb_lock held): a flush request
+ * where the origin takes one, else flush() here and now.  A round none of
+ * whose writes succeeded needs no flush: its blocks only go back to dirty.
+ */
+void wc_wb_settle_begin(struct wc_cache *c, struct wb_state *w)
+{
+	struct wb_round *round = w->written;
+	struct wb_flush *f = &w->flush;
+	bool any_ok = false;
+	int ret;
+
+	if (!round || f->begun)
+		return;
+	f->begun = true;
+	f->sent = false;
+	atomic_store_explicit(&f->done, false, memory_order_relaxed);
+	if (round->taint) {
+		f->res = round->taint;
+		atomic_store_explicit(&f->done, true, memory_order_release);
+		return;
+	}
+	for (unsigned k = 0; k < round->nruns; k++)
+		any_ok |= round->runs[k].res > 0;
+	if (!any_ok) {
+		f->res = 0;
+		atomic_store_explicit(&f->done, true, memory_order_release);
+		return;
+	}
+	f->sent = true;
+	if (!w->sync_flush) {
+		memset(&f->io, 0, sizeof(f->io));
+		f->io.op = WC_ORIGIN_FLUSH;
+		f->io.done = flush_done;
+		f->io.priv = f;
+		ret = wc_origin_submit(&c->origin, &f->io);
+		if (ret == 0)
+			return;
+		if (ret != -EINVAL && ret != -EOPNOTSUPP) {
+			f->res = ret; /* the flush failed */
+			atomic_store_explicit(&f->done, true, memory_order_release);
+			return;
+		}
+		/* Refused (an old kernel's aio has no fdsync): flush() from
+		 * now on. */
+		w->sync_flush = true;
+	}
+	f->res = wc_origin_flush(&c->origin);
+	atomic_store_explicit(&f->done, true, memory_order_release);
+}
+
+/* The written round's flush is done: free or requeue it (wb_lock held).
+ * A failure is left in settle_failed for the round to report. */
+void wc_wb_settle_end(struct wc_cache *c, struct wb_state *w)
+{
+	struct wb_round *round = w->written;
+
+	w->written = NULL;
+	w->flush.begun = false;
+	if (w->flush.sent && w->flush.res && w->filling && w->filling != round)
+		w->filling->taint = w->flush.res;
+	w->settle_failed += free_durable(c, round, w->flush.res);
+}
+
+/* Make the written round durable and free it, waiting for its flush (wb_lock
+ * held).  A poll that breaks with the flush in flight leaves the round
+ * unfreed, in the sticky error, as a broken poll with writes in flight does. */
+void wc_wb_settle(struct wc_cache *c, struct wb_state *w)
+{
+	if (!w->written)
+		return;
+	wc_wb_settle_begin(c, w);
+	while (!atomic_load_explicit(&w->flush.done, memory_order_acquire)) {
+		int ret = wc_origin_poll(&c->origin, 1, WB_POLL_SLICE_NS);
+
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN) {
+			wc_set_error(c, -EIO, "origin poll failed with a write-back flush in flight");
+			return;
+		}
+	}
+	wc_wb_settle_end(c, w);
+}
+
