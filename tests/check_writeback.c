@@ -11,7 +11,7 @@
 
 #include "testmain.h"
 #include "wbtest.h"
-#include "writeback/writeback.h"
+#include "writeback/internal.h"
 
 static char file_origin_path[PATH_MAX];
 

@@ -21,72 +21,7 @@
 #include "util/error.h"
 #include "core/map.h"
 #include "core/policy_line.h"
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	/* Ages and autocommit deadlines need milliseconds, not nanoseconds:
-	 * the coarse clock costs a few ns on the write path instead of ~20. */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-uint32_t wc_now_ms(const struct wc_cache *c)
-{
-	return (uint32_t)(mono_ms() - c->t0_ms);
-}
-
-void wc_set_error(struct wc_cache *c, int err, const char *what)
-{
-	int expected = 0;
-
-	/* The first error wins and stays (as in dm-writecache). */
-	if (atomic_compare_exchange_strong(&c->error, &expected, err ? err : -EIO))
-		fprintf(stderr, "libwcache: %s: entering error state (%d, %s): writes and flushes now fail\n",
-		        c->cache_path, err, what);
-	wc_wake_freelist_waiters(c);
-}
-
-/* Tells a thread's writer slot of one open cache from another's at the
- * same address (io.c, writer_slot). */
-static atomic_uint_fast64_t next_instance;
-
-/* The open caches, for threads that exit: each gives its writer slots back
- * to the caches it wrote to that are still open, and touches none closed
- * since (io.c).  Taken at open, close and thread exit only. */
-static pthread_mutex_t open_caches_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct wc_cache *open_caches;
-
-static void open_caches_add(struct wc_cache *c)
-{
-	pthread_mutex_lock(&open_caches_lock);
-	c->open_next = open_caches;
-	open_caches = c;
-	pthread_mutex_unlock(&open_caches_lock);
-}
-
-static void open_caches_remove(struct wc_cache *c)
-{
-	pthread_mutex_lock(&open_caches_lock);
-	for (struct wc_cache **p = &open_caches; *p; p = &(*p)->open_next)
-		if (*p == c) {
-			*p = c->open_next;
-			break;
-		}
-	pthread_mutex_unlock(&open_caches_lock);
-}
-
-void wc_writer_slot_return(uint64_t instance, struct wc_writer_slot *w)
-{
-	pthread_mutex_lock(&open_caches_lock);
-	for (struct wc_cache *c = open_caches; c; c = c->open_next)
-		if (c->instance == instance) {
-			wc_writer_slot_give_back(w);
-			break;
-		}
-	pthread_mutex_unlock(&open_caches_lock);
-}
+#include "writeback/writeback.h"
 
 static int cache_new(struct wc_cache **out, const char *cache_path, const struct wc_config *cfg,
                      bool open)
@@ -100,7 +35,6 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return wc_err(-ENOMEM, "%s: cache state", cache_path);
-	c->instance = atomic_fetch_add(&next_instance, 1) + 1;
 	c->fd = -1;
 	ret = 0;
 	if (cfg)
@@ -115,8 +49,9 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 		free(c);
 		return wc_err(-ENOMEM, "%s: cache state", cache_path);
 	}
-	wc_storelock_init(&c->commit_lock);
-	open_caches_add(c);
+	wc_storelock_init(&c->commit.lock);
+	wc_writers_register(c);
+	wc_writers_init(c);
 	*out = c;
 	if (!ret)
 		ret = wc_config_validate(&c->cfg, open);
@@ -125,8 +60,8 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 	ret = wc_persist_policy_init(&c->fp, &c->cfg.pmem);
 	if (ret)
 		return wc_err(ret, "%s: flush policy: %s", cache_path, wc_errmsg());
-	c->t0_ms = mono_ms() - 1;
-	return 0;
+	c->t0_ms = wc_clock_coarse_ms() - 1;
+	return wc_writeback_init(c);
 }
 
 /* Release everything; the origin only if the cache owns it. */
@@ -134,13 +69,13 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 {
 	if (!c)
 		return;
-	open_caches_remove(c); /* before its writer slots go */
+	wc_writers_unregister(c); /* before its writer slots go */
 	wc_ra_fini(c); /* its loads in flight use the origin */
 	if (c->e)
 		wc_index_fini(c);
 	wc_dram_table_free(c->e, c->layout.n_blocks * sizeof(*c->e));
 	wc_freelist_fini(c);
-	free(c->pending);
+	free(c->commit.pending);
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		free(c->shards[i].log[0]);
 		free(c->shards[i].log[1]);
@@ -148,6 +83,7 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 	wc_map_close(c);
 	if (close_origin && c->origin.ops)
 		wc_origin_close(&c->origin);
+	wc_writeback_fini(c);
 	free(c->cache_path);
 	free(c);
 }
@@ -399,9 +335,9 @@ int wc_close(wc_cache *c)
 	 * open treats those blocks as free (found by the crash sweep); the
 	 * floor moves up to the last commit, so the next open has no record
 	 * to check. */
-	wc_storelock_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit.lock);
 	wc_commit_confirm_locked(c);
-	wc_storelock_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit.lock);
 	err = wc_has_error(c);
 	cache_free(c, true);
 	if (err)

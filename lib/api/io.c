@@ -29,6 +29,8 @@
 #include "core/cache.h"
 #include "util/error.h"
 #include "core/readahead.h"
+#include "api/reclaim.h"
+#include "writeback/writeback.h"
 
 static int check_range(struct wc_cache *c, const char *op, const void *buf, size_t len,
                        uint64_t offset)
@@ -213,7 +215,7 @@ static int count_published(struct wc_cache *c, uint64_t epoch, unsigned n)
 	u->n += n;
 	if (u->n < batch)
 		return 0;
-	before = atomic_fetch_add_explicit(&c->published, u->n, memory_order_relaxed);
+	before = atomic_fetch_add_explicit(&c->commit.published, u->n, memory_order_relaxed);
 	n = u->n;
 	u->n = 0;
 	if (before < c->cfg.autocommit_blocks && before + n >= c->cfg.autocommit_blocks)
@@ -221,77 +223,12 @@ static int count_published(struct wc_cache *c, uint64_t epoch, unsigned n)
 	return 0;
 }
 
-/* The calling thread's writer slot per cache it writes to (a few), found
- * by the cache's instance number: an address may be reused by the next
- * open.  A slot goes back to its cache when the thread exits (a key's
- * destructor) or drops it from this table for a fifth cache. */
-#define WRITER_TLS 4u
-struct writer_tls {
-	struct {
-		uint64_t instance;
-		struct wc_writer_slot *slot;
-	} e[WRITER_TLS];
-	unsigned next;
-};
-static __thread struct writer_tls writer_tls;
-static pthread_key_t writer_tls_key;
-static bool writer_tls_key_made;
-static pthread_once_t writer_tls_once = PTHREAD_ONCE_INIT;
-
-static void writer_tls_exit(void *arg)
-{
-	struct writer_tls *t = arg;
-
-	for (unsigned i = 0; i < WRITER_TLS; i++)
-		if (t->e[i].slot) {
-			wc_writer_slot_return(t->e[i].instance, t->e[i].slot);
-			t->e[i].slot = NULL;
-			t->e[i].instance = 0;
-		}
-}
-
-static void writer_tls_key_make(void)
-{
-	writer_tls_key_made = pthread_key_create(&writer_tls_key, writer_tls_exit) == 0;
-}
-
-/* A program that unloads the library (a plugin's dlclose) must not leave a
- * destructor behind for its threads' exits. */
-__attribute__((destructor)) static void writer_tls_key_delete(void)
-{
-	if (writer_tls_key_made)
-		pthread_key_delete(writer_tls_key);
-}
-
-static struct wc_writer_slot *writer_slot(struct wc_cache *c)
-{
-	struct writer_tls *t = &writer_tls; /* one thread-local lookup */
-	unsigned i;
-
-	for (i = 0; i < WRITER_TLS; i++)
-		if (t->e[i].instance == c->instance)
-			return t->e[i].slot;
-	i = t->next++ % WRITER_TLS;
-	if (t->e[i].slot)
-		wc_writer_slot_return(t->e[i].instance, t->e[i].slot);
-	else {
-		/* Without the key (out of keys) slots are kept, as before:
-		 * correct, and the shared slot takes the excess. */
-		pthread_once(&writer_tls_once, writer_tls_key_make);
-		if (writer_tls_key_made)
-			pthread_setspecific(writer_tls_key, t);
-	}
-	t->e[i].slot = wc_writer_slot_take(c);
-	t->e[i].instance = c->instance;
-	return t->e[i].slot;
-}
-
 /* Publish n freshly copied blocks for origin blocks block..block+n-1 (one
  * group, shard s): one epoch (stored in *published), one shard lock round. */
 static int publish(struct wc_cache *c, struct wc_shard *s, uint64_t block, const uint32_t *idx,
                    unsigned n, uint64_t *published)
 {
-	struct wc_writer_slot *w = writer_slot(c);
+	struct wc_writer_slot *w = wc_writer_slot_mine(c);
 	uint64_t epoch;
 	unsigned allocated = 0, par, logged;
 	bool unlogged = false;
@@ -380,7 +317,7 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 	while (n) {
 		int got, ret;
 
-		bool cleaner = atomic_load_explicit(&c->cleaner, memory_order_relaxed);
+		bool cleaner = wc_writeback_cleaning(c);
 
 		if (cleaner && !cached(c, block)) {
 			got = 1;
@@ -390,7 +327,7 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 			*published = WC_NONE;
 		} else {
 			/* Cleaner mode decides block by block. */
-			got = wc_alloc_blocks(c, idx, cleaner ? 1 : n);
+			got = wc_reclaim_blocks(c, idx, cleaner ? 1 : n);
 			if (got < 0)
 				return got;
 			prefetch_publish(c, s, block, idx, (unsigned)got);

@@ -10,6 +10,7 @@
 #include "core/cache.h"
 #include "util/error.h"
 #include "core/map.h"
+#include "core/readahead.h"
 #include "writeback/writeback.h"
 
 /* The 0.1 struct ended where 0.3's write-back window begins, at 0.2's
@@ -39,25 +40,14 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 	st->blocks = c->layout.n_blocks;
 	/* Blocks the last commit freed count as free: they hold no data and
 	 * join the free lists at the next fence. */
-	st->free_blocks = wc_free_count(c) + atomic_load(&c->pending_count);
-	st->writeback_blocks = atomic_load(&c->wb_inflight);
-	st->writes_blocked_on_freelist = atomic_load(&c->blocked_on_freelist);
-	wc_storelock_lock(&c->commit_lock);
-	st->flushes = c->flushes;
-	st->commits = c->commits;
-	wc_storelock_unlock(&c->commit_lock);
-	st->writeback_ios = atomic_load_explicit(&c->wb_ios, memory_order_relaxed);
-	st->writeback_bytes = atomic_load_explicit(&c->wb_bytes, memory_order_relaxed);
-	st->writeback_errors = atomic_load_explicit(&c->wb_errors, memory_order_relaxed);
-	st->writeback_window = wc_writeback_window(c, &st->writeback_latency_us);
-	st->writeback_latency_us /= 1000;
-	st->readahead_blocks = atomic_load_explicit(&c->ra_hits, memory_order_relaxed);
-	st->writeback_last_error = atomic_load_explicit(&c->wb_last_errno, memory_order_relaxed);
-	{
-		uint64_t since = atomic_load_explicit(&c->wb_failing_since_ns, memory_order_relaxed);
-
-		st->writeback_failing_ms = since ? (wc_wb_now_ns() - since) / 1000000 : 0;
-	}
+	st->free_blocks = wc_free_count(c) + atomic_load(&c->commit.pending_count);
+	st->writes_blocked_on_freelist = atomic_load(&c->alloc.blocked);
+	wc_storelock_lock(&c->commit.lock);
+	st->flushes = c->commit.flushes;
+	st->commits = c->commit.commits;
+	wc_storelock_unlock(&c->commit.lock);
+	wc_writeback_stats(c, st);
+	st->readahead_blocks = wc_ra_hits(c);
 	st->dram_bytes = c->dram_bytes;
 	st->writer_slots = wc_writer_slots_owned(c);
 	st->granularity = wc_map_granularity_name(c);
@@ -107,11 +97,9 @@ void wc_clear_stats(wc_cache *c)
 		memset(&s->st, 0, sizeof(s->st));
 		wc_spin_unlock(&s->lock);
 	}
-	atomic_store(&c->blocked_on_freelist, 0);
-	wc_storelock_lock(&c->commit_lock);
-	c->flushes = c->commits = 0;
-	wc_storelock_unlock(&c->commit_lock);
-	atomic_store(&c->wb_ios, 0);
-	atomic_store(&c->wb_bytes, 0);
-	atomic_store(&c->wb_errors, 0);
+	atomic_store(&c->alloc.blocked, 0);
+	wc_storelock_lock(&c->commit.lock);
+	c->commit.flushes = c->commit.commits = 0;
+	wc_storelock_unlock(&c->commit.lock);
+	wc_writeback_stats_reset(c);
 }

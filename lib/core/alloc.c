@@ -8,7 +8,8 @@
  * A write takes all the blocks of a request's group at once, one lock round
  * per stack that gives any.  A block enters a free list only after its pmem entry was invalidated AND
  * drained: otherwise a crash after reuse could pair the old entry with new
- * data.
+ * data.  What to do when no block is free (commit, release, write back)
+ * is not the allocator's to decide: api/reclaim.c does.
  *
  * Recently freed blocks first, from any stack, before a block that has been
  * free since the cache was opened.  The blocks a writer frees are the
@@ -26,9 +27,10 @@
 #include <time.h>
 
 #include "core/cache.h"
+#include "util/debug.h"
 #include "util/error.h"
 
-static __thread unsigned thread_part = ~0u, alloc_tick;
+static __thread unsigned thread_part = ~0u;
 
 #define WC_FREE_RUN_SHIFT 6u /* runs of 64 blocks: 16 lines of entries */
 
@@ -50,19 +52,19 @@ int wc_freelist_init(struct wc_cache *c)
 	/* Stack p holds at most the blocks whose wc_free_part() is p. */
 	uint64_t per = wc_free_part_room(c->layout.n_blocks);
 
-	c->free_table = wc_dram_table(per * WC_FREE_PARTS * sizeof(uint32_t));
-	if (!c->free_table)
+	c->alloc.table = wc_dram_table(per * WC_FREE_PARTS * sizeof(uint32_t));
+	if (!c->alloc.table)
 		return wc_err(-ENOMEM, "%s: free lists of %llu blocks", c->cache_path,
 		              (unsigned long long)c->layout.n_blocks);
 	c->dram_bytes += per * WC_FREE_PARTS * sizeof(uint32_t);
 	for (unsigned i = 0; i < WC_FREE_PARTS; i++) {
-		atomic_init(&c->free[i].lock.held, 0);
-		c->free[i].stack = c->free_table + i * per;
-		c->free[i].count = 0;
-		c->free[i].cold = 0;
+		atomic_init(&c->alloc.part[i].lock.held, 0);
+		c->alloc.part[i].stack = c->alloc.table + i * per;
+		c->alloc.part[i].count = 0;
+		c->alloc.part[i].cold = 0;
 	}
-	pthread_mutex_init(&c->free_wait_lock, NULL);
-	pthread_cond_init(&c->free_cond, NULL);
+	pthread_mutex_init(&c->alloc.wait_lock, NULL);
+	pthread_cond_init(&c->alloc.cond, NULL);
 	return 0;
 }
 
@@ -70,9 +72,9 @@ void wc_freelist_fini(struct wc_cache *c)
 {
 	uint64_t per = wc_free_part_room(c->layout.n_blocks);
 
-	if (c->free_table)
-		wc_dram_table_free(c->free_table, per * WC_FREE_PARTS * sizeof(uint32_t));
-	c->free_table = NULL;
+	if (c->alloc.table)
+		wc_dram_table_free(c->alloc.table, per * WC_FREE_PARTS * sizeof(uint32_t));
+	c->alloc.table = NULL;
 }
 
 uint64_t wc_free_count(struct wc_cache *c)
@@ -80,16 +82,16 @@ uint64_t wc_free_count(struct wc_cache *c)
 	uint64_t n = 0;
 
 	for (unsigned i = 0; i < WC_FREE_PARTS; i++)
-		n += __atomic_load_n(&c->free[i].count, __ATOMIC_RELAXED);
+		n += __atomic_load_n(&c->alloc.part[i].count, __ATOMIC_RELAXED);
 	return n;
 }
 
 void wc_freelist_mark_cold(struct wc_cache *c)
 {
 	for (unsigned i = 0; i < WC_FREE_PARTS; i++) {
-		wc_spin_lock(&c->free[i].lock);
-		__atomic_store_n(&c->free[i].cold, c->free[i].count, __ATOMIC_RELAXED);
-		wc_spin_unlock(&c->free[i].lock);
+		wc_spin_lock(&c->alloc.part[i].lock);
+		__atomic_store_n(&c->alloc.part[i].cold, c->alloc.part[i].count, __ATOMIC_RELAXED);
+		wc_spin_unlock(&c->alloc.part[i].lock);
 	}
 }
 
@@ -102,6 +104,9 @@ static unsigned pop_locked(struct wc_freelist *p, uint32_t *out, unsigned want, 
 {
 	uint64_t count = p->count, cold = p->cold;
 	unsigned n = 0;
+
+	WC_ASSERT(wc_spin_held_by_me(&p->lock));
+	WC_ASSERT(cold <= count);
 
 	if (!from_cold)
 		while (n < want && count > cold)
@@ -123,15 +128,15 @@ static unsigned pop_locked(struct wc_freelist *p, uint32_t *out, unsigned want, 
  * request's group gets all its blocks here when the cache has them, so it
  * is copied and published in one round: a stack holds only an eighth of the
  * recent frees. */
-static unsigned pop_some(struct wc_cache *c, uint32_t *out, unsigned want)
+unsigned wc_alloc_pop(struct wc_cache *c, uint32_t *out, unsigned want)
 {
 	unsigned got = 0;
 
 	if (thread_part == ~0u)
-		thread_part = atomic_fetch_add(&c->free_rr, 1);
+		thread_part = atomic_fetch_add(&c->alloc.rr, 1);
 	for (unsigned from_cold = 0; from_cold < 2 && got < want; from_cold++)
 		for (unsigned k = 0; k < WC_FREE_PARTS && got < want; k++) {
-			struct wc_freelist *p = &c->free[(thread_part + k) % WC_FREE_PARTS];
+			struct wc_freelist *p = &c->alloc.part[(thread_part + k) % WC_FREE_PARTS];
 			uint64_t count = __atomic_load_n(&p->count, __ATOMIC_RELAXED);
 			uint64_t cold = __atomic_load_n(&p->cold, __ATOMIC_RELAXED);
 
@@ -141,6 +146,13 @@ static unsigned pop_some(struct wc_cache *c, uint32_t *out, unsigned want)
 			got += pop_locked(p, out + got, want - got, from_cold);
 			wc_spin_unlock(&p->lock);
 		}
+#ifdef WC_DEBUG
+	/* A popped block is free: unindexed, no flags, odd generation
+	 * (push_locked). */
+	for (unsigned i = 0; i < got; i++)
+		WC_ASSERT(out[i] < c->layout.n_blocks && c->e[out[i]].flags == 0 &&
+		          (__atomic_load_n(&c->e[out[i]].gen, __ATOMIC_RELAXED) & 1));
+#endif
 	return got;
 }
 
@@ -149,92 +161,26 @@ void wc_wake_freelist_waiters(struct wc_cache *c)
 	/* Pairs with wait_for_free: it counts itself in, then re-checks the
 	 * free count; we published the blocks, then look for waiters.  Its
 	 * timed wait bounds any wake-up lost to the race. */
-	if (!__atomic_load_n(&c->free_waiters, __ATOMIC_SEQ_CST))
+	if (!__atomic_load_n(&c->alloc.waiters, __ATOMIC_SEQ_CST))
 		return;
-	pthread_mutex_lock(&c->free_wait_lock);
-	if (c->free_waiters)
-		pthread_cond_broadcast(&c->free_cond);
-	pthread_mutex_unlock(&c->free_wait_lock);
+	pthread_mutex_lock(&c->alloc.wait_lock);
+	if (c->alloc.waiters)
+		pthread_cond_broadcast(&c->alloc.cond);
+	pthread_mutex_unlock(&c->alloc.wait_lock);
 }
 
-static void wait_for_free(struct wc_cache *c)
+void wc_alloc_wait(struct wc_cache *c)
 {
-	struct timespec ts;
+	/* Timed: re-check errors and cleaner mode, and bound any wake-up lost
+	 * to the race with wc_wake_freelist_waiters. */
+	struct timespec ts = wc_clock_deadline_ms(50);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 50 * 1000 * 1000; /* re-check errors and cleaner mode */
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&c->free_wait_lock);
-	__atomic_fetch_add(&c->free_waiters, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&c->alloc.wait_lock);
+	__atomic_fetch_add(&c->alloc.waiters, 1, __ATOMIC_SEQ_CST);
 	if (wc_free_count(c) == 0)
-		pthread_cond_timedwait(&c->free_cond, &c->free_wait_lock, &ts);
-	__atomic_fetch_sub(&c->free_waiters, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&c->free_wait_lock);
-}
-
-int wc_alloc_blocks(struct wc_cache *c, uint32_t *out, unsigned want)
-{
-	bool counted = false;
-
-	for (;;) {
-		unsigned n = pop_some(c, out, want);
-		int err;
-
-		if (n) {
-			/* The watermark check sums every stack's count (eight
-			 * lines): look every 16th allocation of a thread, a
-			 * hint only (a writer that finds no block kicks). */
-			if ((++alloc_tick & 15) == 0 && wc_writeback_due(c))
-				wc_writeback_kick(c);
-			return (int)n;
-		}
-		err = wc_has_error(c);
-		if (err)
-			return wc_err(-EIO, "%s: no free cache block and the cache is in error state (%d)",
-			              c->cache_path, err);
-		if (!counted) {
-			atomic_fetch_add(&c->blocked_on_freelist, 1);
-			counted = true;
-		}
-		/* Only committed blocks can be written back: a cache full of
-		 * uncommitted blocks needs a commit before anything frees up. */
-		if (wc_uncommitted(c)) {
-			err = wc_commit(c, false);
-			if (err)
-				return err;
-			continue;
-		}
-		if (atomic_load(&c->pending_count)) {
-			wc_release_freed(c);
-			continue;
-		}
-		if (c->cfg.no_threads) {
-			/* The host's thread is ours now: nobody else will free. */
-			/* A failed round leaves its blocks dirty and backs off:
-			 * retry until it succeeds or turns into the sticky error. */
-			err = wc_writeback_round(c, false);
-			if (err == -EIO && !wc_has_error(c))
-				continue;
-			if (err < 0)
-				return err;
-			if (err == 0 && wc_free_count(c) == 0) {
-				err = wc_writeback_round(c, true);
-				if (err == -EIO && !wc_has_error(c))
-					continue;
-				if (err < 0)
-					return err;
-				if (err == 0 && wc_free_count(c) == 0)
-					return wc_err(-ENOSPC, "%s: no free block and nothing to write back",
-					              c->cache_path);
-			}
-			continue;
-		}
-		wc_writeback_kick(c);
-		wait_for_free(c);
-	}
+		pthread_cond_timedwait(&c->alloc.cond, &c->alloc.wait_lock, &ts);
+	__atomic_fetch_sub(&c->alloc.waiters, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->alloc.wait_lock);
 }
 
 static void push_locked(struct wc_cache *c, struct wc_freelist *p, uint32_t idx)
@@ -278,7 +224,7 @@ static void free_chunk(struct wc_cache *c, const uint32_t *idx, size_t n)
 	for (size_t i = n; i-- > 0;)
 		sorted[at[wc_free_part(idx[i])]++] = idx[i];
 	for (unsigned p = 0, first = 0; p < WC_FREE_PARTS; first += (unsigned)count[p], p++) {
-		struct wc_freelist *fl = &c->free[p];
+		struct wc_freelist *fl = &c->alloc.part[p];
 
 		if (!count[p])
 			continue;

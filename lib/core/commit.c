@@ -111,8 +111,39 @@
 #include <string.h>
 
 #include "core/cache.h"
-#include "util/error.h"
 #include "core/testhooks.h"
+#include "util/debug.h"
+#include "util/error.h"
+
+/*
+ * The commit state's invariants, checked in a debug build where commit_lock
+ * is taken and released (as SQLite's assert_pager_state): the pending
+ * blocks' bookkeeping, the epochs' order, the durable floor below the
+ * commit point, and the age marks in epoch order.
+ */
+static inline bool commit_state_ok(struct wc_cache *c)
+{
+	struct wc_commit_state *cs = &c->commit;
+	uint64_t epoch = atomic_load(&cs->epoch), committed = atomic_load(&cs->committed_seq);
+
+	if (!wc_storelock_is_held(&cs->lock))
+		return false;
+	if (cs->pending_durable > cs->pending_n || cs->pending_n > cs->pending_cap)
+		return false;
+	if (atomic_load_explicit(&cs->pending_count, memory_order_relaxed) != cs->pending_n)
+		return false;
+	/* Epoch e is the writers' until its commit makes committed e + 1. */
+	if (committed > epoch + 1 || cs->durable_floor > committed)
+		return false;
+	if (cs->age_marks_n >= 2) {
+		const struct wc_age_mark *last = &cs->age_marks[(cs->age_marks_n - 1) % WC_AGE_MARKS];
+		const struct wc_age_mark *prev = &cs->age_marks[(cs->age_marks_n - 2) % WC_AGE_MARKS];
+
+		if (prev->epoch > last->epoch)
+			return false;
+	}
+	return true;
+}
 
 void wc_entry_invalidate(struct wc_cache *c, uint32_t idx)
 {
@@ -174,6 +205,8 @@ static void drop_older(struct wc_cache *c, struct wc_shard *s, uint32_t idx, voi
 
 	if (idx == d->keep || c->e[idx].seq > d->limit || (c->e[idx].flags & WC_E_WB))
 		return;
+	/* Invariant (7): only versions older than the one kept for last. */
+	WC_ASSERT(c->e[idx].seq <= c->e[d->keep].seq);
 	version_drop(c, s, idx);
 	d->emit(c, idx, d->emit_arg);
 	d->n++;
@@ -202,16 +235,16 @@ unsigned wc_versions_drop(struct wc_cache *c, struct wc_shard *s, uint64_t origi
 
 static int pending_push(struct wc_cache *c, uint32_t idx)
 {
-	if (c->pending_n == c->pending_cap) {
-		size_t cap = c->pending_cap ? c->pending_cap * 2 : 256;
-		uint32_t *nv = realloc(c->pending, cap * sizeof(*nv));
+	if (c->commit.pending_n == c->commit.pending_cap) {
+		size_t cap = c->commit.pending_cap ? c->commit.pending_cap * 2 : 256;
+		uint32_t *nv = realloc(c->commit.pending, cap * sizeof(*nv));
 
 		if (!nv)
 			return -ENOMEM;
-		c->pending = nv;
-		c->pending_cap = cap;
+		c->commit.pending = nv;
+		c->commit.pending_cap = cap;
 	}
-	c->pending[c->pending_n++] = idx;
+	c->commit.pending[c->commit.pending_n++] = idx;
 	return 0;
 }
 
@@ -219,14 +252,19 @@ static int pending_push(struct wc_cache *c, uint32_t idx)
  * invalidation of the first n pending blocks: they may be reused. */
 static void release_pending(struct wc_cache *c, size_t n)
 {
-	WC_ASSERT(n <= c->pending_n && c->pending_durable <= c->pending_n);
+	WC_ASSERT(n <= c->commit.pending_n && c->commit.pending_durable <= c->commit.pending_n);
 	if (!n)
 		return;
-	wc_free_batch(c, c->pending, n);
-	memmove(c->pending, c->pending + n, (c->pending_n - n) * sizeof(*c->pending));
-	c->pending_n -= n;
-	c->pending_durable = c->pending_durable > n ? c->pending_durable - n : 0;
-	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
+#ifdef WC_DEBUG
+	/* Invariant (5): a block returns to a free list only invalidated. */
+	for (size_t i = 0; i < n; i++)
+		WC_ASSERT(wc_pmem_entry(c->base, &c->layout, c->commit.pending[i])->seq == WC_NONE);
+#endif
+	wc_free_batch(c, c->commit.pending, n);
+	memmove(c->commit.pending, c->commit.pending + n, (c->commit.pending_n - n) * sizeof(*c->commit.pending));
+	c->commit.pending_n -= n;
+	c->commit.pending_durable = c->commit.pending_durable > n ? c->commit.pending_durable - n : 0;
+	atomic_store_explicit(&c->commit.pending_count, c->commit.pending_n, memory_order_relaxed);
 }
 
 /* Shard s's chain for origin block `origin`, after the commit of epoch e
@@ -266,13 +304,13 @@ static bool free_dead_everywhere(struct wc_cache *c, struct wc_shard *s, uint64_
 	for (uint32_t b = 0; b <= s->bucket_mask; b++) {
 	again:
 		for (uint32_t i = s->buckets[b]; i != WC_NIL; i = c->e[i].hash_next) {
-			size_t before = c->pending_n;
+			size_t before = c->commit.pending_n;
 
 			if (!(c->e[i].flags & WC_E_SUPERSEDED) || (c->e[i].flags & WC_E_WB))
 				continue;
 			if (!free_dead_versions(c, s, c->e[i].origin, e))
 				return false;
-			if (c->pending_n != before)
+			if (c->commit.pending_n != before)
 				goto again; /* the chain changed under i */
 		}
 	}
@@ -293,7 +331,7 @@ static bool free_dead_everywhere(struct wc_cache *c, struct wc_shard *s, uint64_
 static void free_superseded(struct wc_cache *c, uint64_t e, uint64_t logged)
 {
 	unsigned par = e & 1;
-	bool everywhere = atomic_exchange(&c->superseded_elsewhere, false), ok = true;
+	bool everywhere = atomic_exchange(&c->commit.superseded_elsewhere, false), ok = true;
 
 	if (everywhere)
 		logged = ~0ull;
@@ -315,27 +353,8 @@ static void free_superseded(struct wc_cache *c, uint64_t e, uint64_t logged)
 		wc_spin_unlock(&s->lock);
 	}
 	if (!ok)
-		atomic_store(&c->superseded_elsewhere, true); /* out of memory: later */
-	atomic_store_explicit(&c->pending_count, c->pending_n, memory_order_relaxed);
-}
-
-/* The writer slots in use: a thread's slot is taken before its first
- * publication, by a locked instruction (wc_writer_slot_take). */
-static unsigned writer_slots_in_use(struct wc_cache *c)
-{
-	unsigned n = atomic_load(&c->writer_slots_used);
-
-	return n < WC_WRITER_SLOTS ? n : WC_WRITER_SLOTS;
-}
-
-/* The shards some writer published into in the epoch of parity par. */
-static uint64_t writers_logged(struct wc_cache *c, unsigned par)
-{
-	uint64_t logged = 0;
-
-	for (unsigned k = 0, n = writer_slots_in_use(c); k < n; k++)
-		logged |= __atomic_load_n(&c->writer_slots[k].shards[par], __ATOMIC_RELAXED);
-	return logged;
+		atomic_store(&c->commit.superseded_elsewhere, true); /* out of memory: later */
+	atomic_store_explicit(&c->commit.pending_count, c->commit.pending_n, memory_order_relaxed);
 }
 
 /* Empty the shards' logs of e, once free_superseded and flush_entry_log
@@ -350,59 +369,7 @@ static void logs_reset(struct wc_cache *c, uint64_t e, uint64_t logged)
 		__atomic_store_n(&s->log_n[e & 1], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->log_lost[e & 1], false, __ATOMIC_RELAXED);
 	}
-	for (unsigned k = 0, n = writer_slots_in_use(c); k < n; k++)
-		if (__atomic_load_n(&c->writer_slots[k].shards[e & 1], __ATOMIC_RELAXED))
-			__atomic_store_n(&c->writer_slots[k].shards[e & 1], 0, __ATOMIC_RELAXED);
-}
-
-/* A thread's first publication into c takes a slot an exited thread gave
- * back, else the next unused one, else the shared last one.  An unused slot
- * is counted in by a locked instruction before the thread first marks
- * itself active, so a commit that does not count it committed before the
- * thread's first read of the epoch; a slot given back is counted already.
- * It keeps the marks its last owner left (its epochs' logs are still to be
- * committed), and its owner was outside any publication when it gave it
- * back (active 0): the new owner starts where one thread would.  Without
- * giving back, a process that kept starting writer threads (an NBD server's
- * connections) ended on the shared slot: a locked OR per write and commits
- * that look at every shard lock. */
-struct wc_writer_slot *wc_writer_slot_take(struct wc_cache *c)
-{
-	unsigned n = writer_slots_in_use(c), k;
-
-	for (k = 0; k < n && k < WC_WRITER_SLOTS - 1; k++) {
-		struct wc_writer_slot *w = &c->writer_slots[k];
-		uint32_t given_back = 0;
-
-		if (!__atomic_load_n(&w->owned, __ATOMIC_RELAXED) &&
-		    __atomic_compare_exchange_n(&w->owned, &given_back, 1, false, __ATOMIC_ACQUIRE,
-		                                __ATOMIC_RELAXED))
-			return w;
-	}
-	k = atomic_load(&c->writer_slots_used);
-	while (k < WC_WRITER_SLOTS && !atomic_compare_exchange_weak(&c->writer_slots_used, &k, k + 1))
-		;
-	/* Unused slots start owned (wc_shard_logs_init): nobody else can
-	 * take the one just counted. */
-	return &c->writer_slots[k < WC_WRITER_SLOTS - 1 ? k : WC_WRITER_SLOTS - 1];
-}
-
-void wc_writer_slot_give_back(struct wc_writer_slot *w)
-{
-	WC_ASSERT(!__atomic_load_n(&w->active, __ATOMIC_RELAXED));
-	/* Release: the next owner's first plain store to the marks follows
-	 * this thread's last one. */
-	if (!w->shared)
-		__atomic_store_n(&w->owned, 0, __ATOMIC_RELEASE);
-}
-
-unsigned wc_writer_slots_owned(struct wc_cache *c)
-{
-	unsigned n = writer_slots_in_use(c), owned = 0;
-
-	for (unsigned k = 0; k < n && k < WC_WRITER_SLOTS - 1; k++)
-		owned += __atomic_load_n(&c->writer_slots[k].owned, __ATOMIC_RELAXED) != 0;
-	return owned;
+	wc_writers_clear(c, (unsigned)(e & 1));
 }
 
 /* commit_lock held: issue the invalidations of pending blocks [from, to);
@@ -416,10 +383,10 @@ static void invalidate_pending(struct wc_cache *c, size_t from, size_t to)
 	 * it would wait for a read-for-ownership (a group's entries share
 	 * lines). */
 	for (size_t i = from; i < to; i++)
-		__atomic_store_n(&wc_pmem_entry(c->base, &c->layout, c->pending[i])->seq, WC_NONE,
+		__atomic_store_n(&wc_pmem_entry(c->base, &c->layout, c->commit.pending[i])->seq, WC_NONE,
 		                 __ATOMIC_RELAXED);
 	for (size_t i = from; i < to; i++) {
-		const void *line = wc_line_of(wc_pmem_entry(c->base, &c->layout, c->pending[i]));
+		const void *line = wc_line_of(wc_pmem_entry(c->base, &c->layout, c->commit.pending[i]));
 
 		if (line != flushed)
 			wc_persist_range(&c->fp, line, 64);
@@ -431,13 +398,13 @@ static void invalidate_pending(struct wc_cache *c, size_t from, size_t to)
  * stored anything, free every pending block. */
 static void release_all_pending(struct wc_cache *c, bool stored)
 {
-	if (c->pending_n > c->pending_durable) {
-		invalidate_pending(c, c->pending_durable, c->pending_n);
+	if (c->commit.pending_n > c->commit.pending_durable) {
+		invalidate_pending(c, c->commit.pending_durable, c->commit.pending_n);
 		stored = true;
 	}
 	if (stored)
 		wc_persist_drain(&c->fp);
-	release_pending(c, c->pending_n);
+	release_pending(c, c->commit.pending_n);
 }
 
 void wc_release_freed_locked(struct wc_cache *c)
@@ -447,11 +414,11 @@ void wc_release_freed_locked(struct wc_cache *c)
 
 void wc_release_freed(struct wc_cache *c)
 {
-	if (!atomic_load_explicit(&c->pending_count, memory_order_relaxed))
+	if (!atomic_load_explicit(&c->commit.pending_count, memory_order_relaxed))
 		return;
-	wc_storelock_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit.lock);
 	wc_release_freed_locked(c);
-	wc_storelock_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit.lock);
 }
 
 /* Start write-back of the entries epoch e published and add up its record:
@@ -519,7 +486,7 @@ static bool flush_entry_log(struct wc_cache *c, uint64_t e, uint64_t logged,
  * exactly when its log of that parity is not empty or lost a block. */
 bool wc_uncommitted(struct wc_cache *c)
 {
-	return (writers_logged(c, 0) | writers_logged(c, 1)) != 0;
+	return (wc_writers_logged(c, 0) | wc_writers_logged(c, 1)) != 0;
 }
 
 int wc_shard_logs_init(struct wc_cache *c)
@@ -527,10 +494,6 @@ int wc_shard_logs_init(struct wc_cache *c)
 	/* Room for four autocommit batches spread over the shards; a shard
 	 * that needs more grows its log (wc_shard_log_room). */
 	uint64_t cap = (uint64_t)c->cfg.autocommit_blocks * 4 / WC_SHARDS + WC_GROUP;
-
-	c->writer_slots[WC_WRITER_SLOTS - 1].shared = true;
-	for (unsigned k = 0; k < WC_WRITER_SLOTS; k++)
-		c->writer_slots[k].owned = 1;
 
 	for (unsigned k = 0; k < WC_SHARDS; k++)
 		for (unsigned par = 0; par < 2; par++) {
@@ -575,38 +538,29 @@ unsigned wc_shard_log_room(struct wc_shard *s, unsigned par, unsigned n)
  */
 static uint64_t wait_epoch_quiet(struct wc_cache *c, uint64_t e)
 {
-	unsigned n = writer_slots_in_use(c);
-
-	for (unsigned k = 0; k < n; k++) {
-		struct wc_writer_slot *w = &c->writer_slots[k];
-		unsigned spins = 0;
-
-		while (__atomic_load_n(&w->active, __ATOMIC_ACQUIRE))
-			wc_spin_pause(&spins);
-	}
 	/* The shared slot's writers: a writer reads the epoch after its shard
 	 * lock's exchange, so if we see the lock free after our store of
 	 * e + 1, the writer that read e has released it. */
-	if (n == WC_WRITER_SLOTS)
+	if (wc_writers_wait_quiet(c))
 		for (unsigned i = 0; i < WC_SHARDS; i++) {
 			unsigned spins = 0;
 
 			while (wc_spin_is_held(&c->shards[i].lock))
 				wc_spin_pause(&spins);
 		}
-	return writers_logged(c, e & 1);
+	return wc_writers_logged(c, (unsigned)(e & 1));
 }
 
 /* commit_lock held: raise the durable floor seq_count to the last commit
  * (its own store, not yet drained; returns whether it stored). */
 static bool floor_raise(struct wc_cache *c)
 {
-	uint64_t committed = atomic_load(&c->committed_seq);
+	uint64_t committed = atomic_load(&c->commit.committed_seq);
 
-	if (c->durable_floor >= committed)
+	if (c->commit.durable_floor >= committed)
 		return false;
 	wc_persist_store8(&c->fp, &wc_sb(c->base)->seq_count, committed);
-	c->durable_floor = committed;
+	c->commit.durable_floor = committed;
 	return true;
 }
 
@@ -614,30 +568,34 @@ void wc_commit_confirm_locked(struct wc_cache *c)
 {
 	bool stored;
 
-	WC_ASSERT(wc_storelock_is_held(&c->commit_lock));
+	WC_ASSERT(wc_storelock_is_held(&c->commit.lock));
 	stored = floor_raise(c);
 	release_all_pending(c, stored);
+	/* Invariant (10): the floor covers the newest record now, so an entry
+	 * it counts may be invalidated. */
+	WC_ASSERT(c->commit.durable_floor == atomic_load(&c->commit.committed_seq));
+	WC_ASSERT(commit_state_ok(c));
 }
 
 /* commit_lock held, after the commit of `epoch` at `now`. */
 static void age_mark(struct wc_cache *c, uint64_t epoch, uint32_t now)
 {
-	struct wc_age_mark *last = &c->age_marks[(c->age_marks_n - 1) % WC_AGE_MARKS];
+	struct wc_age_mark *last = &c->commit.age_marks[(c->commit.age_marks_n - 1) % WC_AGE_MARKS];
 
-	if (c->age_marks_n && now - last->ms < c->age_mark_every_ms)
+	if (c->commit.age_marks_n && now - last->ms < c->commit.age_mark_every_ms)
 		return;
-	c->age_marks[c->age_marks_n % WC_AGE_MARKS] = (struct wc_age_mark){ epoch, now };
-	c->age_marks_n++;
+	c->commit.age_marks[c->commit.age_marks_n % WC_AGE_MARKS] = (struct wc_age_mark){ epoch, now };
+	c->commit.age_marks_n++;
 }
 
 void wc_age_init(struct wc_cache *c, uint64_t epoch)
 {
 	/* 256 marks span at least 4 x max_age_ms, to within 1/64 of it. */
-	c->age_mark_every_ms = c->cfg.max_age_ms / 64 ? c->cfg.max_age_ms / 64 : 1;
-	c->age_marks_n = 0;
+	c->commit.age_mark_every_ms = c->cfg.max_age_ms / 64 ? c->cfg.max_age_ms / 64 : 1;
+	c->commit.age_marks_n = 0;
 	if (epoch) {
-		c->age_marks[0] = (struct wc_age_mark){ epoch - 1, 0 };
-		c->age_marks_n = 1;
+		c->commit.age_marks[0] = (struct wc_age_mark){ epoch - 1, 0 };
+		c->commit.age_marks_n = 1;
 	}
 }
 
@@ -648,19 +606,19 @@ uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms)
 
 	if (now < age_ms)
 		return 0;
-	wc_storelock_lock(&c->commit_lock);
-	n = c->age_marks_n;
+	wc_storelock_lock(&c->commit.lock);
+	n = c->commit.age_marks_n;
 	/* Newest first: the first mark old enough dates its epoch and every
 	 * epoch before it. */
 	for (uint64_t k = 0; k < n && k < WC_AGE_MARKS; k++) {
-		const struct wc_age_mark *m = &c->age_marks[(n - 1 - k) % WC_AGE_MARKS];
+		const struct wc_age_mark *m = &c->commit.age_marks[(n - 1 - k) % WC_AGE_MARKS];
 
 		if (now - m->ms >= age_ms) {
 			horizon = m->epoch + 1;
 			break;
 		}
 	}
-	wc_storelock_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit.lock);
 	return horizon;
 }
 
@@ -669,7 +627,7 @@ uint64_t wc_age_horizon(struct wc_cache *c, uint32_t age_ms)
  * happened before); one still publishing belongs to no caller yet. */
 static bool epoch_has_blocks(struct wc_cache *c, uint64_t e)
 {
-	return writers_logged(c, e & 1) != 0;
+	return wc_writers_logged(c, (unsigned)(e & 1)) != 0;
 }
 
 /* Commit so that epoch `target` is committed.  `has_blocks`: the caller
@@ -685,21 +643,22 @@ static int commit(struct wc_cache *c, uint64_t target, bool has_blocks, bool cou
 	uint32_t now;
 	int err, ret = 0;
 
-	wc_storelock_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit.lock);
+	WC_ASSERT(commit_state_ok(c));
 	if (count_flush)
-		c->flushes++;
+		c->commit.flushes++;
 	err = wc_has_error(c);
 	if (err) {
-		wc_storelock_unlock(&c->commit_lock);
+		wc_storelock_unlock(&c->commit.lock);
 		return wc_err(-EIO, "%s: commit refused: the cache is in error state (%d)",
 		              c->cache_path, err);
 	}
 	/* Group commit: another thread committed our epoch while we waited. */
-	if (atomic_load(&c->committed_seq) > target)
+	if (atomic_load(&c->commit.committed_seq) > target)
 		goto out;
 	/* The epoch moves only here, under commit_lock: target not yet
 	 * committed means it is still the writers' epoch. */
-	e = atomic_load(&c->epoch);
+	e = atomic_load(&c->commit.epoch);
 	if (!(has_blocks && e == target) && !epoch_has_blocks(c, e))
 		goto out; /* invariant (6): nothing new, no fence */
 
@@ -709,14 +668,15 @@ static int commit(struct wc_cache *c, uint64_t target, bool has_blocks, bool cou
 		ret = wc_err(-EOVERFLOW, "%s: commit counter reached 2^63", c->cache_path);
 		goto out;
 	}
-	atomic_store_explicit(&c->epoch, e + 1, memory_order_seq_cst);
+	WC_ASSERT(atomic_load(&c->commit.committed_seq) <= e);
+	atomic_store_explicit(&c->commit.epoch, e + 1, memory_order_seq_cst);
 	logged = wait_epoch_quiet(c, e);
 	/* The last commit's drain made these invalidations durable. */
-	release_pending(c, c->pending_durable);
+	release_pending(c, c->commit.pending_durable);
 	if (c->hooks && c->hooks->commit_quiet)
 		c->hooks->commit_quiet(c->hooks->commit_quiet_arg);
 	/* Those the last commit found: invalidated now, with e's entries. */
-	old_pending = c->pending_n;
+	old_pending = c->commit.pending_n;
 	free_superseded(c, e, logged);               /* e's dead versions: next time */
 	invalidate_pending(c, 0, old_pending);
 	complete = flush_entry_log(c, e, logged, &rec);
@@ -732,7 +692,7 @@ static int commit(struct wc_cache *c, uint64_t target, bool has_blocks, bool cou
 		/* Freed by the next commit, or by whoever needs blocks
 		 * (wc_release_freed): a free list's lock taken here would
 		 * wait for this drain to complete. */
-		c->pending_durable = old_pending;
+		c->commit.pending_durable = old_pending;
 	} else {
 		/* Not every entry is listed: drain them first, then move the
 		 * floor (invariant (3)), as version 1 committed every epoch. */
@@ -740,24 +700,25 @@ static int commit(struct wc_cache *c, uint64_t target, bool has_blocks, bool cou
 		release_pending(c, old_pending);
 		wc_persist_store8(&c->fp, &wc_sb(c->base)->seq_count, e + 1);
 		wc_persist_drain(&c->fp);              /* the commit point */
-		c->durable_floor = e + 1;
+		c->commit.durable_floor = e + 1;
 	}
 	/* No locked instruction from the drain to the return (storelock.h):
 	 * the caller runs on while the lines are written back. */
-	atomic_store_explicit(&c->committed_seq, e + 1, memory_order_release);
+	atomic_store_explicit(&c->commit.committed_seq, e + 1, memory_order_release);
 	now = wc_now_ms(c);
 	age_mark(c, e, now);
-	atomic_store_explicit(&c->published, 0, memory_order_relaxed);
-	atomic_store_explicit(&c->last_commit_ms, now, memory_order_relaxed);
-	c->commits++;
+	atomic_store_explicit(&c->commit.published, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->commit.last_ms, now, memory_order_relaxed);
+	c->commit.commits++;
 out:
-	wc_storelock_unlock(&c->commit_lock);
+	WC_ASSERT(commit_state_ok(c));
+	wc_storelock_unlock(&c->commit.lock);
 	return ret;
 }
 
 int wc_commit(struct wc_cache *c, bool count_flush)
 {
-	return commit(c, atomic_load(&c->epoch), false, count_flush);
+	return commit(c, atomic_load(&c->commit.epoch), false, count_flush);
 }
 
 int wc_commit_published(struct wc_cache *c, uint64_t epoch)
@@ -769,7 +730,7 @@ int wc_commit_published(struct wc_cache *c, uint64_t epoch)
  * autocommit_ms ago, the oldest of them is at most that old. */
 bool wc_autocommit_due(struct wc_cache *c)
 {
-	uint32_t last = atomic_load_explicit(&c->last_commit_ms, memory_order_relaxed);
+	uint32_t last = atomic_load_explicit(&c->commit.last_ms, memory_order_relaxed);
 
 	return c->cfg.autocommit_ms && wc_now_ms(c) - last >= c->cfg.autocommit_ms &&
 	       wc_uncommitted(c);
@@ -780,9 +741,9 @@ bool wc_autocommit_due(struct wc_cache *c)
  * before a block they superseded is freed. */
 void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
 {
-	/* Lock order: commit_lock before a shard lock (cache_impl.h). */
+	/* Lock order: commit_lock before a shard lock (core/cache.h). */
 	WC_ASSERT(!wc_spin_held_by_me(&s->lock));
-	wc_storelock_lock(&c->commit_lock);
+	wc_storelock_lock(&c->commit.lock);
 	wc_commit_confirm_locked(c);
 	wc_spin_lock(&s->lock);
 }
@@ -790,5 +751,5 @@ void wc_lock_for_drop(struct wc_cache *c, struct wc_shard *s)
 void wc_unlock_for_drop(struct wc_cache *c, struct wc_shard *s)
 {
 	wc_spin_unlock(&s->lock);
-	wc_storelock_unlock(&c->commit_lock);
+	wc_storelock_unlock(&c->commit.lock);
 }

@@ -276,7 +276,7 @@ int wc_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem_ori
 	img.format_time = (uint64_t)now.tv_sec;
 	img.crc = wc_sb_crc(&img);
 	img.seq_count = 0;
-	c->durable_floor = 0;
+	c->commit.durable_floor = 0;
 
 	wc_persist_set(&c->fp, wc_pmem_entry(c->base, l, 0), 0xff,
 	             l->n_blocks * sizeof(struct wc_pmem_entry));

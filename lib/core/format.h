@@ -314,4 +314,10 @@ static inline void *wc_pmem_data(void *base, const struct wc_layout *l, uint64_t
 	return (char *)base + l->data_offset + idx * (uint64_t)l->block_size;
 }
 
+struct wc_cache;
+/* Write a fresh, empty format (torn-safe: see format.c). */
+int wc_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem_origin_id *id);
+/* Rebuild the DRAM state from the entries (recover.c). */
+int wc_recover(struct wc_cache *c);
+
 #endif /* WC_FORMAT_H */

@@ -13,7 +13,30 @@
 #include <string.h>
 
 #include "core/cache.h"
+#include "util/debug.h"
 #include "util/error.h"
+
+/* The chain `origin` hashes to, checked in a debug build after every change
+ * to it: everything on it is indexed, and `origin`'s versions appear newest
+ * first with at most one of them current (what reads, the commit's
+ * free_superseded and write-back's ordering rely on). */
+static inline bool chain_ok(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
+{
+	uint64_t prev_seq = UINT64_MAX;
+	unsigned current = 0, steps = 0;
+
+	for (uint32_t i = *wc_bucket(s, origin); i != WC_NIL; i = c->e[i].hash_next) {
+		if (!(c->e[i].flags & WC_E_INDEXED) || ++steps > c->layout.n_blocks)
+			return false;
+		if (c->e[i].origin != origin)
+			continue;
+		if (c->e[i].seq > prev_seq)
+			return false;
+		prev_seq = c->e[i].seq;
+		current += (c->e[i].flags & WC_E_CURRENT) != 0;
+	}
+	return current <= 1;
+}
 
 int wc_index_init(struct wc_cache *c)
 {
@@ -66,6 +89,7 @@ void wc_index_insert(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 	c->e[idx].hash_next = *head;
 	*head = idx;
 	wc_entry_set_flags(&c->e[idx], c->e[idx].flags | WC_E_INDEXED);
+	WC_ASSERT(chain_ok(c, s, c->e[idx].origin));
 }
 
 void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
@@ -78,6 +102,7 @@ void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 		*p = c->e[idx].hash_next;
 	c->e[idx].hash_next = WC_NIL;
 	wc_entry_set_flags(&c->e[idx], c->e[idx].flags & ~WC_E_INDEXED);
+	WC_ASSERT(chain_ok(c, s, c->e[idx].origin));
 }
 
 bool wc_index_wb_busy(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint32_t skip)

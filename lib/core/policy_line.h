@@ -2,7 +2,7 @@
 /*
  * policy_line.h -- the flush policy a cache measures on its own memory and
  * keeps in its superblock (the line at WC_POLICY_OFFSET, format.h), shared
- * by the cache (cache.c calls wc_policy_settle) and the tools that measure
+ * by the cache (api/cache.c calls wc_policy_settle) and the tools that measure
  * or show it offline (`wcbench calibrate --cache`, `wcctl calibrate`).
  */
 #ifndef WC_POLICY_LINE_H

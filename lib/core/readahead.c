@@ -66,6 +66,7 @@ struct ra_stream {
 
 struct wc_readahead {
 	pthread_mutex_t lock;
+	atomic_uint_fast64_t hits;   /* blocks served from it (wc_stats) */
 	uint64_t tick;
 	struct ra_stream s[WC_RA_STREAMS];
 };
@@ -105,6 +106,11 @@ static void settle(struct ra_window *w)
 	if (w->state != RA_LOADING || !atomic_load_explicit(&w->done, memory_order_acquire))
 		return;
 	w->state = w->res == (ssize_t)w->iov.iov_len && !w->forgotten ? RA_READY : RA_EMPTY;
+}
+
+uint64_t wc_ra_hits(struct wc_cache *c)
+{
+	return c->ra ? atomic_load_explicit(&c->ra->hits, memory_order_relaxed) : 0;
 }
 
 void wc_ra_fini(struct wc_cache *c)
@@ -257,7 +263,7 @@ uint64_t wc_ra_read(struct wc_cache *c, char *dst, uint64_t block, uint64_t n)
 			break;
 	}
 	if (served)
-		atomic_fetch_add_explicit(&c->ra_hits, served, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->ra->hits, served, memory_order_relaxed);
 	return served;
 }
 

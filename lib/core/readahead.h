@@ -13,6 +13,8 @@ struct wc_cache;
 int wc_ra_init(struct wc_cache *c);
 /* No reader left; waits for loads in flight. */
 void wc_ra_fini(struct wc_cache *c);
+/* Blocks served from read-ahead since open. */
+uint64_t wc_ra_hits(struct wc_cache *c);
 
 /* Copy the longest prefix of origin blocks [block, block + n) that
  * read-ahead holds (waiting for a window still loading) into dst; returns

@@ -111,7 +111,7 @@ static void settle_commit_point(struct wc_cache *c, const struct wc_commit_point
 	}
 	if (stored)
 		wc_persist_drain(&c->fp);
-	c->durable_floor = cp->seq;
+	c->commit.durable_floor = cp->seq;
 }
 
 int wc_recover(struct wc_cache *c)
@@ -153,8 +153,8 @@ int wc_recover(struct wc_cache *c)
 	wc_free_batch(c, fre, n_free);
 	wc_freelist_mark_cold(c);
 	free(fre);
-	atomic_store(&c->epoch, seq_count);
-	atomic_store(&c->committed_seq, seq_count);
+	atomic_store(&c->commit.epoch, seq_count);
+	atomic_store(&c->commit.committed_seq, seq_count);
 	wc_age_init(c, seq_count);
 	return 0;
 }

@@ -23,6 +23,7 @@
 
 #include "flush/engine.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 #define CAL_BUFFER  (16u << 20) /* > any L2 this engine has met (2 MiB) */
 #define CAL_SOURCE  (64u << 10)
@@ -35,10 +36,7 @@ static const size_t cal_sizes[] = {
 
 static double now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+	return (double)wc_clock_ns();
 }
 
 /* Where the copies go: the extents in turn, each copy inside one extent. */

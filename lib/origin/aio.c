@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * origin_aio.c -- the default origin backend: libaio on a regular file or a
+ * aio.c -- the default origin backend: libaio on a regular file or a
  * block device.
  *
  * Mode: O_DIRECT where the file system takes it (the cache's blocks then go
@@ -42,6 +42,7 @@
 
 #include "util/lock.h"
 #include "origin/origin.h"
+#include "util/clock.h"
 
 #define AIO_DEFAULT_QUEUE_DEPTH 256u
 /* The default /proc/sys/fs/aio-max-nr: one context may not exceed it. */
@@ -92,14 +93,6 @@ struct aio_origin {
 /* io->backend[] while a request sits on the stash. */
 #define STASH_NEXT 0
 #define STASH_RES  1
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct timespec ns_to_timespec(uint64_t ns)
 {
@@ -202,7 +195,7 @@ static int stash_deliver(struct aio_origin *a)
 static int aio_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
 {
 	struct aio_origin *a = ctx;
-	uint64_t start = now_ns();
+	uint64_t start = wc_clock_ns();
 	/* Saturate: "wait forever" is a huge timeout, not an overflow. */
 	uint64_t deadline = timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
 	unsigned total = 0;
@@ -217,7 +210,7 @@ static int aio_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
 
 		total += (unsigned)stash_deliver(a);
 		want = total < min_events ? min_events - total : 0;
-		now = now_ns();
+		now = wc_clock_ns();
 		if (want && deadline > now)
 			ts = ns_to_timespec(deadline - now);
 		else
@@ -240,7 +233,7 @@ static int aio_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
 		 * (a non-blocking one included) from returning. */
 		if (n == AIO_REAP_BATCH && total < a->queue_depth)
 			continue;
-		if (total >= min_events || now_ns() >= deadline) {
+		if (total >= min_events || wc_clock_ns() >= deadline) {
 			/* submit() may have stashed completions meanwhile. */
 			total += (unsigned)stash_deliver(a);
 			return total > INT_MAX ? INT_MAX : (int)total;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * origin_identity.c -- what identifies a file or a block device, so that a
+ * identity.c -- what identifies a file or a block device, so that a
  * cache opened with the wrong one refuses it (bind.c).
  *
  * A block device: the strongest name sysfs has for it, in this order --

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * origin_nbd.c -- the NBD origin backend: an NBD export through libnbd's
- * asynchronous API (origin_nbd.h has the objects and the locking,
- * origin_nbd_link.c the connections).
+ * nbd.c -- the NBD origin backend: an NBD export through libnbd's
+ * asynchronous API (nbd.h has the objects and the locking,
+ * nbd_link.c the connections).
  *
  * Requests: submit() turns a wc_origin_io into NBD commands on one
  * connection -- the least loaded -- and returns; it never waits for the
- * network (but see reconnecting, in origin_nbd_link.c).  A scattered
+ * network (but see reconnecting, in nbd_link.c).  A scattered
  * buffer that is not contiguous in memory goes through one bounce copy:
  * NBD has no vectored write, and one command of a run costs less than a
  * command per block.  A request longer than the server takes in one
@@ -14,8 +14,8 @@
  * request; poll() runs done(), never submit() (the cache may hold locks
  * around submit() that its callbacks take).
  *
- * Flush and trim, which the backend waits for itself: origin_nbd_sync.c.
- * Durability across a lost connection: origin_nbd_writers.c.
+ * Flush and trim, which the backend waits for itself: nbd_sync.c.
+ * Durability across a lost connection: nbd_writers.c.
  */
 #include "config.h"
 
@@ -128,7 +128,7 @@ static void cmd_retire(void *user_data)
 		return;
 	if (err == ENOTCONN && atomic_load(&l->timed_out))
 		err = ETIMEDOUT;
-	atomic_store(&l->progress_ns, wc_nbd_now_ns());
+	atomic_store(&l->progress_ns, wc_clock_ns());
 	atomic_fetch_sub(&l->inflight, 1);
 	if (err)
 		req_set_error(c->req, err);
@@ -148,7 +148,7 @@ int64_t wc_nbd_cmd_issue(struct nbd_cmd *c, enum cmd_kind kind, void *buf, uint6
 	c->err = 0;
 	/* The timeout runs from the last reply, or from leaving idle. */
 	if (atomic_fetch_add(&l->inflight, 1) == 0)
-		atomic_store(&l->progress_ns, wc_nbd_now_ns());
+		atomic_store(&l->progress_ns, wc_clock_ns());
 	switch (kind) {
 	case CMD_READ:
 		cookie = nbd_aio_pread(l->h, buf, len, off, cb, 0);
@@ -432,7 +432,7 @@ static unsigned deliver(struct nbd_origin *o)
 static int onbd_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
 {
 	struct nbd_origin *o = ctx;
-	uint64_t start = wc_nbd_now_ns();
+	uint64_t start = wc_clock_ns();
 	/* Saturate: "wait forever" is a huge timeout, not an overflow. */
 	uint64_t deadline = timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
 	unsigned total = deliver(o);
@@ -443,7 +443,7 @@ static int onbd_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
 		total += deliver(o);
 	}
 	while (total < min_events) {
-		uint64_t now = wc_nbd_now_ns();
+		uint64_t now = wc_clock_ns();
 
 		if (now >= deadline)
 			break;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * origin_nbd.h -- the NBD backend's state, shared by its files:
- * origin_nbd.c (reads and writes, poll, open/close), origin_nbd_sync.c
- * (flush and trim), origin_nbd_link.c (connections: connecting, losing and
- * regaining them, driving libnbd) and origin_nbd_writers.c (durability
+ * nbd.h -- the NBD backend's state, shared by its files:
+ * nbd.c (reads and writes, poll, open/close), nbd_sync.c
+ * (flush and trim), nbd_link.c (connections: connecting, losing and
+ * regaining them, driving libnbd) and nbd_writers.c (durability
  * across a lost connection).
  *
  * Objects:
@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "origin/origin.h"
+#include "util/clock.h"
 
 #define NBD_MAX_CONNS 16
 #define NBD_WHY_LEN 256
@@ -129,7 +130,6 @@ struct nbd_origin {
 	char desc[];                   /* "nbd <uri> (N connections, multi-conn)" */
 };
 
-uint64_t wc_nbd_now_ns(void);
 
 /* ---- origin_nbd_link.c ---- */
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * origin_nbd_link.c -- the NBD backend's connections: connecting one within
+ * nbd_link.c -- the NBD backend's connections: connecting one within
  * a time bound, losing it, reconnecting with backoff, and driving libnbd's
- * state machines (origin_nbd.h has the objects and the locking).
+ * state machines (nbd.h has the objects and the locking).
  *
  * Driving: libnbd makes progress only when told that its socket is ready
  * (nbd_aio_notify_read/write); its completion callbacks run inside those
@@ -51,14 +51,6 @@
 
 static _Thread_local const struct nbd_origin *driving_now;
 
-uint64_t wc_nbd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static struct timespec ns_timespec(uint64_t ns)
 {
 	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
@@ -101,7 +93,7 @@ static int handshake(struct nbd_handle *h, uint64_t deadline, unsigned long long
 	while (!nbd_aio_is_ready(h)) {
 		struct pollfd pfd;
 		struct timespec ts;
-		uint64_t now = wc_nbd_now_ns();
+		uint64_t now = wc_clock_ns();
 		unsigned dir;
 		int r;
 
@@ -169,7 +161,7 @@ static int check_export(const struct nbd_origin *o, unsigned conn, struct nbd_ha
 int wc_nbd_link_connect(struct nbd_origin *o, unsigned conn, uint64_t timeout_ns,
                         struct nbd_link **out, char *why, size_t why_len)
 {
-	uint64_t deadline = wc_nbd_now_ns() + timeout_ns;
+	uint64_t deadline = wc_clock_ns() + timeout_ns;
 	struct nbd_link *l = calloc(1, sizeof(*l));
 	char name[32];
 	int ret;
@@ -214,7 +206,7 @@ int wc_nbd_link_connect(struct nbd_origin *o, unsigned conn, uint64_t timeout_ns
 	l->can_trim = nbd_can_trim(l->h) == 1;
 	atomic_init(&l->refs, 1);
 	atomic_init(&l->inflight, 0);
-	atomic_init(&l->progress_ns, wc_nbd_now_ns());
+	atomic_init(&l->progress_ns, wc_clock_ns());
 	atomic_init(&l->timed_out, false);
 	*out = l;
 	return 0;
@@ -265,7 +257,7 @@ void wc_nbd_link_lost(struct nbd_origin *o, struct nbd_link *l, const char *why)
 		mine = true;
 		/* The first attempt at once: the server may be back already
 		 * (a restart), or it fails fast. */
-		c->next_attempt_ns = wc_nbd_now_ns();
+		c->next_attempt_ns = wc_clock_ns();
 		c->backoff_ns = o->opts.reconnect_min_ns;
 		if (atomic_load(&l->timed_out))
 			snprintf(c->why, sizeof(c->why), "connection %u dropped: no reply for %llu ms",
@@ -296,7 +288,7 @@ struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int 
 		pthread_mutex_unlock(&c->lock);
 		return l;
 	}
-	now = wc_nbd_now_ns();
+	now = wc_clock_ns();
 	if (conn > 0 && !atomic_load(&o->multi_conn)) {
 		pthread_mutex_unlock(&c->lock);
 		*err = wc_err(-ENOTCONN, "origin %s: connection %u stays closed: the server no longer "
@@ -328,7 +320,7 @@ struct nbd_link *wc_nbd_conn_reconnect(struct nbd_origin *o, unsigned conn, int 
 			atomic_store(&o->multi_conn, nbd_can_multi_conn(l->h) == 1);
 	} else {
 		wait_ns = c->backoff_ns;
-		c->next_attempt_ns = wc_nbd_now_ns() + wait_ns;
+		c->next_attempt_ns = wc_clock_ns() + wait_ns;
 		c->backoff_ns = wait_ns * 2 < o->opts.reconnect_max_ns ? wait_ns * 2 : o->opts.reconnect_max_ns;
 		snprintf(c->why, sizeof(c->why), "connection %u: reconnect failed: %s", conn, why);
 	}
@@ -347,12 +339,12 @@ void wc_nbd_link_shutdown(struct nbd_link *l)
 	struct nbd_handle *h = l->h;
 
 	if (nbd_aio_is_ready(h) && nbd_aio_disconnect(h, 0) == 0) {
-		uint64_t deadline = wc_nbd_now_ns() + NBD_CLOSE_WAIT_NS;
+		uint64_t deadline = wc_clock_ns() + NBD_CLOSE_WAIT_NS;
 
 		while (!nbd_aio_is_dead(h) && !nbd_aio_is_closed(h)) {
 			struct pollfd pfd = { .fd = l->fd,
 			                      .events = poll_events(nbd_aio_get_direction(h)) };
-			uint64_t now = wc_nbd_now_ns();
+			uint64_t now = wc_clock_ns();
 			struct timespec ts;
 
 			if (now >= deadline || !pfd.events)
@@ -407,7 +399,7 @@ static void drive(struct nbd_origin *o, uint64_t wait_ns)
 {
 	struct pollfd pfd[NBD_MAX_CONNS + 1];
 	struct nbd_link *links[NBD_MAX_CONNS];
-	uint64_t now = wc_nbd_now_ns(), wait = wait_ns < NBD_DRIVE_SLICE_NS ? wait_ns : NBD_DRIVE_SLICE_NS;
+	uint64_t now = wc_clock_ns(), wait = wait_ns < NBD_DRIVE_SLICE_NS ? wait_ns : NBD_DRIVE_SLICE_NS;
 	struct timespec ts;
 	unsigned n = 0;
 	int r;
@@ -466,7 +458,7 @@ void wc_nbd_step(struct nbd_origin *o, uint64_t wait_ns, struct nbd_req *own)
 	}
 	if (o->driving) {
 		if (wait_ns) {
-			struct timespec ts = ns_timespec(wc_nbd_now_ns() +
+			struct timespec ts = ns_timespec(wc_clock_ns() +
 			                                 (wait_ns < NBD_DRIVE_SLICE_NS ? wait_ns : NBD_DRIVE_SLICE_NS));
 
 			pthread_cond_timedwait(&o->cond, &o->lock, &ts);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * origin_nbd_sync.c -- the NBD backend's flush and discard (a trim): the
- * requests it issues and waits for itself (origin_nbd.h has the objects).
+ * nbd_sync.c -- the NBD backend's flush and discard (a trim): the
+ * requests it issues and waits for itself (nbd.h has the objects).
  * They go through the same commands and completions as a caller's reads
  * and writes, but their completion only wakes the waiter: poll() never
  * sees them, and waiting for them never runs a caller's done().

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * origin_nbd_writers.c -- the NBD backend's durability across a lost
- * connection (origin_nbd.h has the objects).
+ * nbd_writers.c -- the NBD backend's durability across a lost
+ * connection (nbd.h has the objects).
  *
  * A write the server acknowledged is durable only after a flush; if the
  * connection (and maybe the server with its cache) is lost in between, a

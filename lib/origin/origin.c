@@ -63,7 +63,7 @@ int wc_origin_check(struct wc_origin *o)
 /*
  * What the built-in backends (and the tests' fault origin) can do beyond
  * wcache.h's ops table, declared when one of their origins opens: whether
- * it takes WC_ORIGIN_FLUSH, and how it names its origin (origin_identity.c).
+ * it takes WC_ORIGIN_FLUSH, and how it names its origin (identity.c).
  * One table under a lock: an entry's fields are set together, declared once
  * per origin open and read once per cache open.
  */

@@ -64,7 +64,7 @@ void wc_origin_declare_async_flush(const struct wc_origin_ops *ops);
 bool wc_origin_async_flush(const struct wc_origin *o);
 
 /*
- * What names and fingerprints an origin (origin_identity.c): the cache
+ * What names and fingerprints an origin (identity.c): the cache
  * records it at create and refuses to open with an origin whose identity
  * differs (bind.c).  `id` is the strongest identity the backend can give
  * and that survives a rename: a block device's WWID or serial, a file's

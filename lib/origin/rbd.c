@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * origin_rbd.c -- the RBD origin backend: a Ceph RBD image through librbd's
+ * rbd.c -- the RBD origin backend: a Ceph RBD image through librbd's
  * asynchronous API (rbd_aio_*), named as qemu names it (rbd_spec.h).
  *
  * Completions: librbd runs a request's callback in one of its own threads.
@@ -47,6 +47,7 @@
 #include <time.h>
 
 #include "origin/rbd_spec.h"
+#include "util/clock.h"
 
 #define RBD_ALIGN 512u
 /* Seconds librados may spend finding a monitor and authenticating. */
@@ -71,14 +72,6 @@ struct rbd_origin {
 #define BK_NEXT   0  /* the ready list's link */
 #define BK_RES    1  /* bytes requested, then the result for done() */
 #define BK_ORIGIN 2  /* the struct rbd_origin */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ----------------------------------------------------------- completion */
 
@@ -121,7 +114,7 @@ static void rbd_complete(rbd_completion_t comp, void *arg)
 static int rbd_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
 {
 	struct rbd_origin *r = ctx;
-	uint64_t start = now_ns();
+	uint64_t start = wc_clock_ns();
 	/* Saturate: "wait forever" is a huge timeout, not an overflow. */
 	uint64_t deadline = timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
 	struct timespec abs = { .tv_sec = (time_t)(deadline / 1000000000ull),
@@ -152,7 +145,7 @@ static int rbd_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
 			/* done() may free or reuse io: read everything first. */
 			io->done(io, (ssize_t)(int64_t)io->backend[BK_RES]);
 		}
-		if (total >= min_events || now_ns() >= deadline)
+		if (total >= min_events || wc_clock_ns() >= deadline)
 			return total > INT_MAX ? INT_MAX : (int)total;
 	}
 }

@@ -3,7 +3,7 @@
  * debug.h -- WC_ASSERT: invariants checked in a --enable-debug build only.
  *
  * Cheap checks of the rules the protocol relies on (commit.c's numbered
- * invariants, cache_impl.h's lock order), so that a change breaking one
+ * invariants, core/cache.h's lock order), so that a change breaking one
  * fails at the line that broke it rather than as a crash image the sweep
  * happens to find.  Without WC_DEBUG the condition is not evaluated and no
  * code is emitted: normal builds neither slow down nor change.

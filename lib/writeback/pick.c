@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * writeback_pick.c -- which committed blocks go to the origin next.
+ * pick.c -- which committed blocks go to the origin next.
  *
  * Blocks are picked in the order the cache holds them, from where the last
  * pick stopped: the allocator sweeps the cache like a log (alloc.c), so this
@@ -11,7 +11,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "writeback/writeback.h"
+#include "writeback/internal.h"
 
 /* horizon: in WC_PICK_AGE, only entries with seq below it are old enough. */
 static bool eligible(struct wc_cache *c, struct wc_shard *s, uint32_t idx, enum wc_wb_pick_mode mode,

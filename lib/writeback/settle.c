@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * writeback_settle.c -- the end of a write-back round: its origin flush (a
+ * settle.c -- the end of a write-back round: its origin flush (a
  * request where the origin takes one, else a call), then its blocks freed
  * if that made them durable or requeued if not, and what a failure counts
  * for: the backoff, the sticky error, or -- when the origin only cannot be
@@ -13,7 +13,7 @@
 
 #include "util/error.h"
 #include "core/readahead.h"
-#include "writeback/writeback.h"
+#include "writeback/internal.h"
 
 /* Failed rounds in a row, not counting those that failed only because the
  * origin could not be reached (wc_wb_unreachable_errno), before the cache
@@ -27,15 +27,15 @@
  * error. */
 int wc_wb_failed_round_err(struct wc_cache *c, unsigned failed)
 {
-	int err = c->wb_last_errno;
-	double secs = (double)(wc_wb_now_ns() - c->wb_failing_since_ns) / 1e9;
+	int err = c->wb->last_errno;
+	double secs = (double)(wc_clock_ns() - c->wb->failing_since_ns) / 1e9;
 
 	if (wc_wb_unreachable_errno(err))
 		return wc_err(err, "%s: write-back of %u blocks failed: the origin cannot be reached (%s); "
 		              "retrying, %u failed rounds in %.1f s",
-		              c->cache_path, failed, strerror(-err), c->wb_failed_rounds, secs);
+		              c->cache_path, failed, strerror(-err), c->wb->failed_rounds, secs);
 	return wc_err(-EIO, "%s: write-back of %u blocks failed (%s; attempt %u of %u)", c->cache_path,
-	              failed, strerror(-err), c->wb_failures, WB_MAX_FAILURES);
+	              failed, strerror(-err), c->wb->failures, WB_MAX_FAILURES);
 }
 
 struct dead_set {
@@ -72,7 +72,7 @@ static void requeue_failed(struct wc_cache *c, uint32_t idx)
 	 * any more (its successor's commit skipped it), so the next commit
 	 * looks at every chain. */
 	if (!(e->flags & WC_E_CURRENT))
-		atomic_store(&c->superseded_elsewhere, true);
+		atomic_store(&c->commit.superseded_elsewhere, true);
 }
 
 /*
@@ -121,8 +121,8 @@ static void finish(struct wc_cache *c, struct wb_round *round, int flush_ret,
 		bool ok = durable && written;
 
 		if (ok) {
-			atomic_fetch_add_explicit(&c->wb_ios, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&c->wb_bytes, (uint64_t)r->n * c->layout.block_size,
+			atomic_fetch_add_explicit(&c->wb->ios, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->wb->bytes, (uint64_t)r->n * c->layout.block_size,
 			                          memory_order_relaxed);
 			/* Before the blocks leave the cache (readahead.c). */
 			wc_ra_forget(c, c->e[round->cand[r->first]].origin, r->n);
@@ -180,16 +180,16 @@ static unsigned free_durable(struct wc_cache *c, struct wb_round *round, int flu
 	}
 	free(d.v);
 	if (!fail.blocks) {
-		c->wb_failed_rounds = c->wb_failures = 0;
-		atomic_store_explicit(&c->wb_failing_since_ns, 0, memory_order_relaxed);
-		atomic_store_explicit(&c->wb_last_errno, 0, memory_order_relaxed);
+		c->wb->failed_rounds = c->wb->failures = 0;
+		atomic_store_explicit(&c->wb->failing_since_ns, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->wb->last_errno, 0, memory_order_relaxed);
 		return 0;
 	}
-	atomic_fetch_add_explicit(&c->wb_errors, fail.blocks, memory_order_relaxed);
-	if (!c->wb_failed_rounds++)
-		atomic_store_explicit(&c->wb_failing_since_ns, wc_wb_now_ns(), memory_order_relaxed);
-	atomic_store_explicit(&c->wb_last_errno, fail.err, memory_order_relaxed);
-	if (!fail.unreachable && ++c->wb_failures >= WB_MAX_FAILURES)
+	atomic_fetch_add_explicit(&c->wb->errors, fail.blocks, memory_order_relaxed);
+	if (!c->wb->failed_rounds++)
+		atomic_store_explicit(&c->wb->failing_since_ns, wc_clock_ns(), memory_order_relaxed);
+	atomic_store_explicit(&c->wb->last_errno, fail.err, memory_order_relaxed);
+	if (!fail.unreachable && ++c->wb->failures >= WB_MAX_FAILURES)
 		wc_set_error(c, -EIO, "origin write-back failed repeatedly");
 	return fail.blocks;
 }

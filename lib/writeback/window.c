@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * writeback_window.c -- how many blocks write-back keeps in flight: a rule
+ * window.c -- how many blocks write-back keeps in flight: a rule
  * on measured throughput, kept apart from the I/O so that it can be tested
  * on made-up rounds (tests/check_writeback.c).
  */
 #include <stdint.h>
 #include <string.h>
 
-#include "writeback/writeback.h"
+#include "writeback/internal.h"
 
 /*
  * Deeper only where it pays: every WB_WINDOW_HOLD rounds the window probes

@@ -7,7 +7,7 @@
  * by a writer that finds no free block in no_threads mode.  A round moves up
  * to WB_ROUND_BYTES, streaming: while fewer blocks than the window are in
  * flight and the round has room, it
- *   picks    committed blocks (writeback_pick.c), in cache order, each grown
+ *   picks    committed blocks (pick.c), in cache order, each grown
  *            into a run of its dirty origin neighbours;
  *   writes   sorted by origin block, neighbours merged into one I/O of up to
  *            writeback_max_io_kib, straight from pmem;
@@ -41,7 +41,7 @@
  * The window -- blocks in flight -- starts at writeback_jobs and deepens
  * while a deeper queue buys throughput (a remote origin, whose latency is
  * the network's, not its queue's), up to writeback_window_max_kib
- * (wc_wb_window_step, writeback_window.c).
+ * (wc_wb_window_step, window.c).
  *
  * A failed write leaves its block dirty (retried with backoff); after
  * WB_MAX_FAILURES failed rounds in a row the cache enters the sticky error
@@ -57,7 +57,7 @@
 #include "util/error.h"
 #include "core/readahead.h"
 #include "core/testhooks.h"
-#include "writeback/writeback.h"
+#include "writeback/internal.h"
 
 /* wc_writeback returns (the blocks stay dirty and are retried) once the
  * origin has failed this long without a round getting through. */
@@ -89,7 +89,7 @@ static uint64_t used_blocks(struct wc_cache *c)
 bool wc_writeback_due(struct wc_cache *c)
 {
 	return used_blocks(c) * 100 >= (uint64_t)c->cfg.high_watermark * c->layout.n_blocks ||
-	       atomic_load(&c->cleaner);
+	       atomic_load(&c->wb->cleaner);
 }
 
 /* May run in any thread that polls the origin.  `pending` goes last: the
@@ -100,8 +100,8 @@ static void run_done(struct wc_origin_io *io, ssize_t res)
 	struct wb_round *round = r->round;
 
 	r->res = res;
-	r->start_ns = wc_wb_now_ns() - r->start_ns;
-	atomic_fetch_sub(&round->c->wb_inflight, r->n);
+	r->start_ns = wc_clock_ns() - r->start_ns;
+	atomic_fetch_sub(&round->c->wb->inflight, r->n);
 	atomic_fetch_sub(&round->pending, 1);
 }
 
@@ -140,8 +140,8 @@ static unsigned submit_runs(struct wc_cache *c, struct wb_round *round, unsigned
 	/* Count them in flight before the first can complete (in another
 	 * thread's poll, perhaps). */
 	atomic_fetch_add(&round->pending, nruns - start);
-	atomic_fetch_add(&c->wb_inflight, n);
-	t = wc_wb_now_ns();
+	atomic_fetch_add(&c->wb->inflight, n);
+	t = wc_clock_ns();
 	for (unsigned k = start; k < nruns; k++) {
 		struct wb_run *r = &round->runs[k];
 		int ret;
@@ -151,7 +151,7 @@ static unsigned submit_runs(struct wc_cache *c, struct wb_round *round, unsigned
 		if (ret) {
 			r->res = ret;
 			r->start_ns = 0;
-			atomic_fetch_sub(&c->wb_inflight, r->n);
+			atomic_fetch_sub(&c->wb->inflight, r->n);
 			atomic_fetch_sub(&round->pending, 1);
 		}
 	}
@@ -185,7 +185,7 @@ static void note_latency(struct wb_state *w, struct wb_round *round)
 static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
                 enum wc_wb_pick_mode mode, unsigned want)
 {
-	uint64_t start = wc_wb_now_ns();
+	uint64_t start = wc_clock_ns();
 	unsigned n = 0;
 	int ret;
 
@@ -199,7 +199,7 @@ static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
 		    atomic_load_explicit(&w->flush.done, memory_order_acquire))
 			wc_wb_settle_end(c, w);
 		jobs = w->win.blocks;
-		uint64_t busy = atomic_load(&c->wb_inflight);
+		uint64_t busy = atomic_load(&c->wb->inflight);
 		unsigned room = busy < jobs ? jobs - (unsigned)busy : 0;
 		unsigned left = want - n;
 
@@ -244,7 +244,7 @@ static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
 	}
 	if (n) {
 		note_latency(w, round);
-		wc_wb_window_step(&w->win, n, wc_wb_now_ns() - start);
+		wc_wb_window_step(&w->win, n, wc_clock_ns() - start);
 	}
 	return (int)n;
 }
@@ -256,7 +256,7 @@ static int state_init(struct wc_cache *c)
 
 	if (!w)
 		return wc_err(-ENOMEM, "%s: write-back state", c->cache_path);
-	c->wb_state = w;
+	c->wb->state = w;
 	if (cap > c->layout.n_blocks / WB_ROUND_SHARE)
 		cap = c->layout.n_blocks / WB_ROUND_SHARE;
 	if (cap < c->cfg.writeback_jobs)
@@ -281,7 +281,7 @@ static int state_init(struct wc_cache *c)
 
 static void state_fini(struct wc_cache *c)
 {
-	struct wb_state *w = c->wb_state;
+	struct wb_state *w = c->wb->state;
 
 	if (!w)
 		return;
@@ -291,12 +291,14 @@ static void state_fini(struct wc_cache *c)
 		free(w->round[i].runs);
 	}
 	free(w);
-	c->wb_state = NULL;
+	c->wb->state = NULL;
 }
 
-unsigned wc_writeback_window(struct wc_cache *c, uint64_t *mean_latency_ns)
+/* The window write-back keeps in flight now (blocks) and the mean latency
+ * of its last measured round's origin writes: a snapshot, for stats. */
+static unsigned window_snapshot(struct wc_cache *c, uint64_t *mean_latency_ns)
 {
-	struct wb_state *w = c->wb_state;
+	struct wb_state *w = c->wb->state;
 
 	if (!w) {
 		*mean_latency_ns = 0;
@@ -317,13 +319,13 @@ static bool drain_retries(struct wc_cache *c, int err)
 
 	if (wc_has_error(c) || (err != -EIO && !wc_wb_unreachable_errno(err)))
 		return false;
-	pthread_mutex_lock(&c->wb_lock);
-	since = c->wb_failing_since_ns;
-	pthread_mutex_unlock(&c->wb_lock);
-	if (since && wc_wb_now_ns() - since >= (uint64_t)give_up_ms * 1000000ull) {
+	pthread_mutex_lock(&c->wb->lock);
+	since = c->wb->failing_since_ns;
+	pthread_mutex_unlock(&c->wb->lock);
+	if (since && wc_clock_ns() - since >= (uint64_t)give_up_ms * 1000000ull) {
 		wc_err(err, "%s: write-back gave up after %.1f s of origin failures (last: %s); the blocks "
 		       "stay dirty in the cache and are written back once the origin answers",
-		       c->cache_path, (double)(wc_wb_now_ns() - since) / 1e9, strerror(-err));
+		       c->cache_path, (double)(wc_clock_ns() - since) / 1e9, strerror(-err));
 		return false;
 	}
 	return true;
@@ -340,7 +342,7 @@ static unsigned round_want(struct wc_cache *c, struct wb_state *w, bool all,
 		w->active = true;
 	if (used <= low)
 		w->active = false;
-	if (all || atomic_load(&c->cleaner)) {
+	if (all || atomic_load(&c->wb->cleaner)) {
 		*mode = WC_PICK_ALL;
 		return w->cap;
 	}
@@ -357,7 +359,7 @@ static unsigned round_want(struct wc_cache *c, struct wb_state *w, bool all,
 
 int wc_writeback_round(struct wc_cache *c, bool all)
 {
-	struct wb_state *w = c->wb_state;
+	struct wb_state *w = c->wb->state;
 	struct wb_round *round;
 	enum wc_wb_pick_mode mode;
 	unsigned want, failed, failed_rounds;
@@ -368,7 +370,7 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 	if (err)
 		return wc_err(-EIO, "%s: write-back stopped: the cache is in error state (%d)",
 		              c->cache_path, err);
-	pthread_mutex_lock(&c->wb_lock);
+	pthread_mutex_lock(&c->wb->lock);
 	want = round_want(c, w, all, &mode);
 	if (!want) {
 		/* Nothing due: the last round's blocks go now, not whenever
@@ -378,14 +380,14 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 		failed = w->settle_failed;
 		w->settle_failed = 0;
 		err = failed ? wc_wb_failed_round_err(c, failed) : 0;
-		pthread_mutex_unlock(&c->wb_lock);
+		pthread_mutex_unlock(&c->wb->lock);
 		return err;
 	}
 	if (mode == WC_PICK_ALL && wc_uncommitted(c)) {
 		/* Only committed blocks may be written back: commit first. */
 		err = wc_commit(c, false);
 		if (err) {
-			pthread_mutex_unlock(&c->wb_lock);
+			pthread_mutex_unlock(&c->wb->lock);
 			return err;
 		}
 	}
@@ -398,7 +400,7 @@ again:
 		/* The sticky error is set; the round's blocks stay WC_E_WB,
 		 * never freed, as their writes may still land. */
 		w->filling = NULL;
-		pthread_mutex_unlock(&c->wb_lock);
+		pthread_mutex_unlock(&c->wb->lock);
 		return n;
 	}
 	settled = w->written != NULL;
@@ -427,8 +429,8 @@ again:
 	failed = w->settle_failed;
 	w->settle_failed = 0;
 	err = failed ? wc_wb_failed_round_err(c, failed) : 0;
-	failed_rounds = c->wb_failed_rounds;
-	pthread_mutex_unlock(&c->wb_lock);
+	failed_rounds = c->wb->failed_rounds;
+	pthread_mutex_unlock(&c->wb->lock);
 	if (failed) {
 		if (!wc_has_error(c))
 			wc_wb_backoff(failed_rounds);
@@ -440,9 +442,9 @@ again:
 /* Settle what the last round left written (wb_lock not held): for close. */
 static void settle_last(struct wc_cache *c)
 {
-	struct wb_state *w = c->wb_state;
+	struct wb_state *w = c->wb->state;
 
-	pthread_mutex_lock(&c->wb_lock);
+	pthread_mutex_lock(&c->wb->lock);
 	if (w->written && !wc_has_error(c)) {
 		wc_wb_settle(c, w);
 	} else if (w->written && w->flush.begun) {
@@ -455,7 +457,7 @@ static void settle_last(struct wc_cache *c)
 				break;
 		}
 	}
-	pthread_mutex_unlock(&c->wb_lock);
+	pthread_mutex_unlock(&c->wb->lock);
 }
 
 /* ---- the background thread ---- */
@@ -464,69 +466,117 @@ static void *bg_main(void *arg)
 {
 	struct wc_cache *c = arg;
 
-	pthread_mutex_lock(&c->bg_lock);
-	while (!c->bg_stop) {
+	pthread_mutex_lock(&c->wb->bg_lock);
+	while (!c->wb->bg_stop) {
 		unsigned wait_ms = 100;
 		struct timespec ts;
 		int r = 0;
 
-		c->bg_kick = false;
-		pthread_mutex_unlock(&c->bg_lock);
+		c->wb->bg_kick = false;
+		pthread_mutex_unlock(&c->wb->bg_lock);
 		if (wc_autocommit_due(c))
 			wc_commit(c, false);
 		if (!wc_has_error(c))
 			r = wc_writeback_round(c, false);
-		pthread_mutex_lock(&c->bg_lock);
-		if (r > 0 || c->bg_kick)
+		pthread_mutex_lock(&c->wb->bg_lock);
+		if (r > 0 || c->wb->bg_kick)
 			continue;
 		if (c->cfg.autocommit_ms && c->cfg.autocommit_ms < wait_ms)
 			wait_ms = c->cfg.autocommit_ms;
 		if (c->cfg.max_age_ms && c->cfg.max_age_ms / 16 < wait_ms)
 			wait_ms = c->cfg.max_age_ms / 16 ? c->cfg.max_age_ms / 16 : 1;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)wait_ms * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		if (!c->bg_stop)
-			pthread_cond_timedwait(&c->bg_cond, &c->bg_lock, &ts);
+		ts = wc_clock_deadline_ms(wait_ms);
+		if (!c->wb->bg_stop)
+			pthread_cond_timedwait(&c->wb->bg_cond, &c->wb->bg_lock, &ts);
 	}
-	pthread_mutex_unlock(&c->bg_lock);
+	pthread_mutex_unlock(&c->wb->bg_lock);
 	return NULL;
+}
+
+int wc_writeback_init(struct wc_cache *c)
+{
+	struct wc_writeback *wb = calloc(1, sizeof(*wb));
+
+	if (!wb)
+		return wc_err(-ENOMEM, "%s: write-back state", c->cache_path);
+	pthread_mutex_init(&wb->lock, NULL);
+	pthread_mutex_init(&wb->bg_lock, NULL);
+	pthread_cond_init(&wb->bg_cond, NULL);
+	atomic_init(&wb->cleaner, c->cfg.cleaner);
+	c->wb = wb;
+	return 0;
+}
+
+void wc_writeback_fini(struct wc_cache *c)
+{
+	if (!c->wb)
+		return;
+	pthread_mutex_destroy(&c->wb->lock);
+	pthread_mutex_destroy(&c->wb->bg_lock);
+	pthread_cond_destroy(&c->wb->bg_cond);
+	free(c->wb);
+	c->wb = NULL;
+}
+
+bool wc_writeback_cleaning(struct wc_cache *c)
+{
+	return atomic_load_explicit(&c->wb->cleaner, memory_order_relaxed);
+}
+
+void wc_writeback_stats(struct wc_cache *c, struct wc_stats *st)
+{
+	struct wc_writeback *wb = c->wb;
+	uint64_t since = atomic_load_explicit(&wb->failing_since_ns, memory_order_relaxed);
+
+	st->writeback_blocks = atomic_load(&wb->inflight);
+	st->writeback_ios = atomic_load_explicit(&wb->ios, memory_order_relaxed);
+	st->writeback_bytes = atomic_load_explicit(&wb->bytes, memory_order_relaxed);
+	st->writeback_errors = atomic_load_explicit(&wb->errors, memory_order_relaxed);
+	st->writeback_window = window_snapshot(c, &st->writeback_latency_us);
+	st->writeback_latency_us /= 1000;
+	st->writeback_last_error = atomic_load_explicit(&wb->last_errno, memory_order_relaxed);
+	st->writeback_failing_ms = since ? (wc_clock_ns() - since) / 1000000 : 0;
+}
+
+void wc_writeback_stats_reset(struct wc_cache *c)
+{
+	atomic_store(&c->wb->ios, 0);
+	atomic_store(&c->wb->bytes, 0);
+	atomic_store(&c->wb->errors, 0);
 }
 
 int wc_writeback_start(struct wc_cache *c)
 {
 	int ret;
 
-	pthread_mutex_init(&c->wb_lock, NULL);
-	pthread_mutex_init(&c->bg_lock, NULL);
-	pthread_cond_init(&c->bg_cond, NULL);
-	atomic_store(&c->cleaner, c->cfg.cleaner);
 	ret = state_init(c);
 	if (ret)
 		return ret;
 	if (c->cfg.no_threads)
 		return 0;
-	ret = pthread_create(&c->bg_thread, NULL, bg_main, c);
+	ret = pthread_create(&c->wb->bg_thread, NULL, bg_main, c);
 	if (ret)
 		return wc_err(-ret, "%s: cannot start the write-back thread", c->cache_path);
 	/* Named, so top -H and the tests can tell it from the host's threads. */
-	pthread_setname_np(c->bg_thread, WC_WRITEBACK_THREAD_NAME);
-	c->bg_running = true;
+	pthread_setname_np(c->wb->bg_thread, WC_WRITEBACK_THREAD_NAME);
+	c->wb->bg_running = true;
 	return 0;
 }
 
 void wc_writeback_stop(struct wc_cache *c)
 {
-	struct wb_state *w = c->wb_state;
+	struct wb_state *w;
 
-	if (c->bg_running) {
-		pthread_mutex_lock(&c->bg_lock);
-		c->bg_stop = true;
-		pthread_cond_signal(&c->bg_cond);
-		pthread_mutex_unlock(&c->bg_lock);
-		pthread_join(c->bg_thread, NULL);
-		c->bg_running = false;
+	if (!c->wb)
+		return; /* the open failed before write-back had a state */
+	w = c->wb->state;
+	if (c->wb->bg_running) {
+		pthread_mutex_lock(&c->wb->bg_lock);
+		c->wb->bg_stop = true;
+		pthread_cond_signal(&c->wb->bg_cond);
+		pthread_mutex_unlock(&c->wb->bg_lock);
+		pthread_join(c->wb->bg_thread, NULL);
+		c->wb->bg_running = false;
 	}
 	/* The last round's writes completed; make them durable and free them
 	 * (a cache in error state keeps them: its blocks stay dirty). */
@@ -537,12 +587,12 @@ void wc_writeback_stop(struct wc_cache *c)
 
 void wc_writeback_kick(struct wc_cache *c)
 {
-	if (!c->bg_running)
+	if (!c->wb->bg_running)
 		return;
-	pthread_mutex_lock(&c->bg_lock);
-	c->bg_kick = true;
-	pthread_cond_signal(&c->bg_cond);
-	pthread_mutex_unlock(&c->bg_lock);
+	pthread_mutex_lock(&c->wb->bg_lock);
+	c->wb->bg_kick = true;
+	pthread_cond_signal(&c->wb->bg_cond);
+	pthread_mutex_unlock(&c->wb->bg_lock);
 }
 
 /* ---- public entry points ---- */
@@ -567,7 +617,7 @@ int wc_set_cleaner(wc_cache *c, bool on)
 {
 	if (!c)
 		return wc_err(-EINVAL, "wc_set_cleaner: NULL cache");
-	atomic_store(&c->cleaner, on);
+	atomic_store(&c->wb->cleaner, on);
 	wc_writeback_kick(c);
 	return 0;
 }

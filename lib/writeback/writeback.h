@@ -1,133 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * writeback.h -- what the two halves of write-back share: picking blocks
- * (writeback_pick.c) and moving them to the origin in rounds
- * (writeback.c).
+ * writeback.h -- write-back, as the layers above it see it: started and
+ * stopped with the cache, run in rounds, kicked when blocks run short.
+ *
+ * Its state (struct wc_writeback, writeback/internal.h) is its own: the
+ * core holds a pointer to it and never looks inside.
  */
 #ifndef WC_WRITEBACK_H
 #define WC_WRITEBACK_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/uio.h>
-#include <time.h>
 
-#include "core/cache.h"
+struct wc_cache;
+struct wc_stats;
 
-enum wc_wb_pick_mode {
-	WC_PICK_ALL,       /* every committed block (wc_writeback, cleaner) */
-	WC_PICK_WATERMARK, /* down to the low watermark */
-	WC_PICK_AGE,       /* blocks older than max_age_ms */
-};
+/* The state, allocated with the cache (before anything can stop it) and
+ * freed with it. */
+int wc_writeback_init(struct wc_cache *c);
+void wc_writeback_fini(struct wc_cache *c);
+/* Rounds' buffers and, unless no_threads, the write-back thread. */
+int wc_writeback_start(struct wc_cache *c);
+void wc_writeback_stop(struct wc_cache *c);
+/* One round: pick and write, settling (flush, free) the round before once
+ * the origin has this one's first writes; no_threads: settle this one too.
+ * May commit first and may sleep (backoff).  Returns blocks written, 0 if
+ * nothing was due (then nothing is left unsettled), or a negative errno. */
+int wc_writeback_round(struct wc_cache *c, bool all);
+void wc_writeback_kick(struct wc_cache *c);
+bool wc_writeback_due(struct wc_cache *c);
+/* Cleaner mode: writes go around the cache and everything is written back. */
+bool wc_writeback_cleaning(struct wc_cache *c);
+/* Write-back's part of wc_stats, and the reset of its counters. */
+void wc_writeback_stats(struct wc_cache *c, struct wc_stats *st);
+void wc_writeback_stats_reset(struct wc_cache *c);
 
-/*
- * Pick up to `want` committed blocks, marking each WC_E_WB under its shard
- * lock, into out[], looking at each cache block at most once, starting at
- * *scan (the cache block after the last one looked at, updated).  Each seed
- * is grown into a run of its dirty origin neighbours, so out[] may hold
- * several runs.  A block whose older version is still under write-back is
- * skipped: two versions of a block never overlap on the way to the origin.
- */
-unsigned wc_wb_pick(struct wc_cache *c, uint64_t *scan, enum wc_wb_pick_mode mode, unsigned want,
-                    uint32_t *out);
-
-/* Sort picked blocks by origin block, so neighbours become one request. */
-void wc_wb_sort_by_origin(struct wc_cache *c, uint32_t *v, unsigned n);
-
-/* The most blocks one origin request carries (writeback_max_io_kib, IOV_MAX). */
-unsigned wc_wb_max_run_blocks(struct wc_cache *c);
-
-/* The write-back window: blocks in flight at most (writeback_window.c). */
-struct wc_wb_window {
-	unsigned blocks;         /* now */
-	unsigned min, max;       /* writeback_jobs; writeback_window_max_kib, in blocks */
-	unsigned probe_from;     /* probing: the window before it, else 0 */
-	uint64_t probe_rate;     /* blocks/s at probe_from: the mean of its rounds */
-	uint64_t rate_sum;       /* blocks/s summed over the rounds at this window */
-	unsigned rate_n;         /*   (of a probe: its rounds so far) */
-	uint64_t probe_min;      /* the slowest round of the probe so far */
-	unsigned hold;           /* rounds until the next probe */
-	bool last_probe_up;
-};
-
-void wc_wb_window_init(struct wc_wb_window *win, unsigned min, unsigned max);
-/* A round moved `blocks` in `elapsed_ns`: maybe probe or settle. */
-void wc_wb_window_step(struct wc_wb_window *win, unsigned blocks, uint64_t elapsed_ns);
-
-/* ---- rounds (writeback.c) and their end (writeback_settle.c) ---- */
-
-/* Longest wait in one origin poll. */
-#define WB_POLL_SLICE_NS 1000000ull /* 1 ms */
-
-struct wb_round;
-
-struct wb_run {
-	struct wc_origin_io io;
-	struct wb_round *round;
-	uint32_t first, n;       /* positions in the round's candidate array */
-	ssize_t res;
-	uint64_t start_ns;       /* submitted at; latency_ns once done */
-};
-
-struct wb_round {
-	struct wc_cache *c;
-	uint32_t *cand;          /* the round's blocks, sorted per window */
-	struct iovec *iov;       /* iov[i] is cand[i]'s data */
-	struct wb_run *runs;
-	unsigned n, nruns;
-	atomic_uint pending;     /* runs submitted, not completed */
-	/* 0, or the errno of a flush that failed while this round's writes
-	 * were completing: a failed flush may have lost any write completed
-	 * before it did (a server that crashed with its cache; what an fsync
-	 * error may mean), so none of this round is freed -- it is written
-	 * again, whatever its own flush says. */
-	int taint;
-};
-
-/* The origin flush that makes the written round durable. */
-struct wb_flush {
-	struct wc_origin_io io;  /* WC_ORIGIN_FLUSH */
-	bool begun;              /* submitted (or run synchronously) */
-	bool sent;               /* a flush went to the origin (not a taint) */
-	atomic_bool done;        /* res is valid */
-	int res;                 /* 0 or -errno */
-};
-
-struct wb_state {
-	struct wb_round round[2];
-	unsigned next;           /* the round[] the next round fills */
-	struct wb_round *written; /* written, not yet durable: the next settles it */
-	struct wb_flush flush;   /* written's */
-	struct wb_round *filling; /* the round being written, until it is written */
-	bool sync_flush;         /* the origin takes no flush requests */
-	unsigned cap;            /* blocks per round */
-	bool active;             /* between high and low watermark */
-	uint64_t scan;           /* the cache block the next pick looks at first */
-	struct wc_wb_window win; /* under wb_lock; read racily by stats */
-	uint64_t last_mean_ns;   /* mean request latency, the last round's */
-	unsigned settle_failed;  /* blocks the last settle requeued */
-};
-
-static inline uint64_t wc_wb_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Start making the written round durable (wb_lock held). */
-void wc_wb_settle_begin(struct wc_cache *c, struct wb_state *w);
-/* Its flush is done: free or requeue its blocks (wb_lock held). */
-void wc_wb_settle_end(struct wc_cache *c, struct wb_state *w);
-/* Both, waiting for the flush (wb_lock held). */
-void wc_wb_settle(struct wc_cache *c, struct wb_state *w);
-/* The error a round returns after its settle requeued `failed` blocks. */
-int wc_wb_failed_round_err(struct wc_cache *c, unsigned failed);
-/* Sleep after the failed_rounds-th failed round in a row. */
-void wc_wb_backoff(unsigned failed_rounds);
-/* An errno that says the origin cannot be reached (retried without end). */
-bool wc_wb_unreachable_errno(int err);
-
-#endif
+#endif /* WC_WRITEBACK_H */
