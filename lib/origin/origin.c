@@ -41,8 +41,8 @@
  * --------------------------------------------------------------------- */
 
 _Static_assert(WC_ORIGIN_OPS_SIZE_0_5 == sizeof(struct wc_origin_ops),
-               "struct wc_origin_ops grew: the check below reads the new fields, and "
-               "docs/ABI.md says which release added them");
+               "struct wc_origin_ops grew past 0.5's: check_sized must know the sizes of "
+               "both, and docs/ABI.md the release that grew it");
 
 /* Beyond this an ops_size is garbage (a table not initialised), not a
  * table of a later release. */
@@ -147,10 +147,11 @@ static bool all_zero(const void *p, size_t n)
 }
 
 /* The fields 0.5 added, of a table that has them (`o` is not wrapped). */
-static int check_sized(const struct wc_origin *o)
+static int check_sized(struct wc_origin *o)
 {
 	const struct wc_origin_ops *ops = o->ops;
 	const uint64_t known = WC_ORIGIN_CAP_ASYNC_FLUSH | WC_ORIGIN_CAP_IDENTIFY;
+	const char *d = wc_origin_describe(o);
 	size_t size = ops->ops_size;
 
 	if (size == 0) {
@@ -160,39 +161,39 @@ static int check_sized(const struct wc_origin *o)
 			return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: ops_size is 0 (a table "
 			              "written for libwcache 0.4 or before) but caps, identify or "
 			              "reserved are set: set ops_size to sizeof(struct wc_origin_ops) "
-			              "(WC_ORIGIN_OPS_INIT)", wc_origin_describe((struct wc_origin *)o));
+			              "(WC_ORIGIN_OPS_INIT)", d);
 		return 0;
 	}
 	if (size < WC_ORIGIN_OPS_SIZE_0_5 || size > OPS_SIZE_MAX || size % 8)
 		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: ops_size %zu is not the size "
 		              "of the table in any release (%zu in 0.5, the first with ops_size; "
 		              "%zu in libwcache %s): set it to sizeof(struct wc_origin_ops) "
-		              "(WC_ORIGIN_OPS_INIT)", wc_origin_describe((struct wc_origin *)o), size,
+		              "(WC_ORIGIN_OPS_INIT)", d, size,
 		              (size_t)WC_ORIGIN_OPS_SIZE_0_5, sizeof(*ops), WCACHE_VERSION_STRING);
 	if (size > sizeof(*ops) && !all_zero((const char *)ops + sizeof(*ops), size - sizeof(*ops)))
 		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: ops_size %zu, and ops past "
 		              "the %zu bytes libwcache %s knows are set (the program was built "
-		              "against a newer libwcache)", wc_origin_describe((struct wc_origin *)o),
+		              "against a newer libwcache)", d,
 		              size, sizeof(*ops), WCACHE_VERSION_STRING);
 	if (ops->caps & ~known)
 		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: caps 0x%llx has bits 0x%llx "
 		              "that libwcache %s does not know (the program was built against a "
-		              "newer libwcache)", wc_origin_describe((struct wc_origin *)o),
+		              "newer libwcache)", d,
 		              (unsigned long long)ops->caps, (unsigned long long)(ops->caps & ~known),
 		              WCACHE_VERSION_STRING);
 	if ((ops->caps & WC_ORIGIN_CAP_IDENTIFY) && !ops->identify)
 		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: caps has "
 		              "WC_ORIGIN_CAP_IDENTIFY but identify is NULL",
-		              wc_origin_describe((struct wc_origin *)o));
+		              d);
 	if (!(ops->caps & WC_ORIGIN_CAP_IDENTIFY) && ops->identify)
 		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: identify is set but caps "
 		              "lacks WC_ORIGIN_CAP_IDENTIFY (the cache would not call it)",
-		              wc_origin_describe((struct wc_origin *)o));
+		              d);
 	for (unsigned i = 0; i < sizeof(ops->reserved) / sizeof(ops->reserved[0]); i++)
 		if (ops->reserved[i])
 			return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: reserved[%u] is set "
 			              "(an op of a newer libwcache, or a table not zeroed)",
-			              wc_origin_describe((struct wc_origin *)o), i);
+			              d, i);
 	return 0;
 }
 
