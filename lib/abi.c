@@ -126,24 +126,33 @@ COMPAT_0_1(wc_open_origin, struct wc_origin origin)
 /* 0.5: the origin's table is read by its ops_size.  Checked, and wrapped
  * if it offers more than 0.4's, before the cache touches anything; the
  * wrapper is the cache's once it took the origin, else freed here. */
-#define SIZED(name)                                                                 \
-	int name##_sized(wc_cache **out, const char *cache_path, struct wc_origin origin,  \
-	                 const struct wc_config *cfg)                                \
-	{                                                                           \
-		struct wc_origin adopted;                                           \
-		int ret;                                                            \
-                                                                                    \
-		if (out)                                                            \
-			*out = NULL;                                                \
-		ret = wc_origin_adopt(&adopted, origin);                            \
-		if (ret)                                                            \
-			return wc_err(ret, "%s: %s", cache_path ? cache_path : #name, \
-			              wc_errmsg());                                 \
-		ret = name##_0_2(out, cache_path, adopted, cfg);                    \
-		if (ret)                                                            \
-			wc_origin_adopt_undo(&adopted);                             \
-		return ret;                                                         \
-	}
+static int with_adopted(int (*entry)(wc_cache **, const char *, struct wc_origin,
+                                     const struct wc_config *),
+                        const char *what, wc_cache **out, const char *cache_path,
+                        struct wc_origin origin, const struct wc_config *cfg)
+{
+	struct wc_origin adopted;
+	int ret;
 
-SIZED(wc_create_origin)
-SIZED(wc_open_origin)
+	if (out)
+		*out = NULL;
+	ret = wc_origin_adopt(&adopted, origin);
+	if (ret)
+		return wc_err(ret, "%s: %s", cache_path ? cache_path : what, wc_errmsg());
+	ret = entry(out, cache_path, adopted, cfg);
+	if (ret)
+		wc_origin_adopt_undo(&adopted);
+	return ret;
+}
+
+int wc_create_origin_sized(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                           const struct wc_config *cfg)
+{
+	return with_adopted(wc_create_origin_0_2, "wc_create_origin", out, cache_path, origin, cfg);
+}
+
+int wc_open_origin_sized(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                         const struct wc_config *cfg)
+{
+	return with_adopted(wc_open_origin_0_2, "wc_open_origin", out, cache_path, origin, cfg);
+}
