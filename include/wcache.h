@@ -110,7 +110,18 @@ int wc_pmem_calibrate(size_t *threshold_out);
  * Origin: the slow device behind the cache, reached only through ops
  * ====================================================================== */
 
-enum wc_origin_op { WC_ORIGIN_READ = 0, WC_ORIGIN_WRITE = 1 };
+enum wc_origin_op {
+	WC_ORIGIN_READ = 0,
+	WC_ORIGIN_WRITE = 1,
+	/* 0.5: a flush as a request, sent only to an origin whose ops table
+	 * declares WC_ORIGIN_CAP_ASYNC_FLUSH (an older table's submit() might
+	 * take any op but a read for a write).  iov, iovcnt and offset are
+	 * unused (NULL, 0, 0).  done(io, 0) once every write that completed
+	 * before this request was submitted is durable, or done(io, -errno).
+	 * Write-back keeps the origin writing while the flush of its last
+	 * round runs, where flush() would stop it for the flush's duration. */
+	WC_ORIGIN_FLUSH = 2,
+};
 
 /* One asynchronous origin request.  The cache fills it and calls submit();
  * the backend calls done(io, res) exactly once, from whatever thread calls
@@ -126,6 +137,38 @@ struct wc_origin_io {
 	void *priv;            /* the cache's */
 	uint64_t backend[4];   /* the backend's scratch space */
 };
+
+/*
+ * 0.5: what an origin is, as the cache records it (see "Origin identity"
+ * below), filled by the ops table's identify().  `id` is the strongest
+ * identity the origin has that survives a rename (a disk's WWID, a volume's
+ * UUID in the embedder's system); "" = the name is all there is, and an
+ * origin under another name is then another origin.  Both strings are
+ * NUL-terminated; longer ones are cut.
+ */
+enum {
+	WC_ORIGIN_IDENTITY_CUSTOM = 0, /* an embedder's origin */
+	WC_ORIGIN_IDENTITY_FILE = 1,   /* a regular file */
+	WC_ORIGIN_IDENTITY_BLOCK = 2,  /* a block device */
+	WC_ORIGIN_IDENTITY_NBD = 3,    /* an NBD export */
+	WC_ORIGIN_IDENTITY_RBD = 4,    /* a Ceph RBD image */
+};
+#define WC_ORIGIN_IDENTITY_ID_LEN 192u
+#define WC_ORIGIN_IDENTITY_NAME_LEN 256u
+struct wc_origin_identity {
+	uint32_t kind;                           /* WC_ORIGIN_IDENTITY_* */
+	char id[WC_ORIGIN_IDENTITY_ID_LEN];      /* "" = name only */
+	char name[WC_ORIGIN_IDENTITY_NAME_LEN];  /* what it is called now; "" = describe()'s */
+};
+
+/* identify()'s flags: it may leave a mark on the origin that makes its
+ * identity stronger (the libaio backend tags a file in an extended
+ * attribute), as wc_create and a re-bind allow; without it, it only reads. */
+#define WC_ORIGIN_IDENTIFY_MAY_TAG 1u
+
+/* Capabilities (wc_origin_ops.caps). */
+#define WC_ORIGIN_CAP_ASYNC_FLUSH (1ull << 0) /* submit() takes WC_ORIGIN_FLUSH */
+#define WC_ORIGIN_CAP_IDENTIFY    (1ull << 1) /* identify() is set */
 
 struct wc_origin_ops {
 	/* Bytes addressable. */
@@ -146,7 +189,35 @@ struct wc_origin_ops {
 	uint32_t (*alignment)(void *ctx);
 	/* A short description for stats/info, e.g. "libaio O_DIRECT /dev/sdb". */
 	const char *(*describe)(void *ctx);
+	/*
+	 * 0.5 (docs/ABI.md).  The table grows here; the ops above stay where
+	 * they are.  `ops_size` is the sizeof(struct wc_origin_ops) the table
+	 * was built with (WC_ORIGIN_OPS_INIT sets it): the library reads only
+	 * that much of it.  0 = a table written for 0.4 or before: the fields
+	 * below must then be 0 and are not used.  A size smaller than 0.5's,
+	 * not a multiple of 8, or beyond 4096 is refused (-EINVAL), and so is
+	 * one whose bytes past what this library knows are not all 0.
+	 */
+	size_t ops_size;
+	/* WC_ORIGIN_CAP_* this origin offers.  A bit this library does not
+	 * know, or a capability without its op, is refused (-EINVAL). */
+	uint64_t caps;
+	/* With WC_ORIGIN_CAP_IDENTIFY: fill *out (zeroed by the cache) with
+	 * what this origin is; `flags` is WC_ORIGIN_IDENTIFY_*.  0 or -errno
+	 * (the cache fails to create or open).  Without it, the cache knows
+	 * the origin by describe()'s string, name only. */
+	int (*identify)(void *ctx, struct wc_origin_identity *out, unsigned flags);
+	/* NULL: room for ops of later releases, each with its capability bit. */
+	void (*reserved[8])(void);
 };
+
+/* The first member of a table's initializer:
+ *   static const struct wc_origin_ops my_ops = {
+ *           WC_ORIGIN_OPS_INIT,
+ *           .size = my_size, ..., .caps = WC_ORIGIN_CAP_ASYNC_FLUSH,
+ *   };
+ */
+#define WC_ORIGIN_OPS_INIT .ops_size = sizeof(struct wc_origin_ops)
 
 struct wc_origin {
 	const struct wc_origin_ops *ops;
@@ -255,7 +326,8 @@ int wc_config_parse(struct wc_config *cfg, const char *options);
  * the strongest identity its backend can give (a block device's WWID or
  * serial, a loop device's backing file, a file's inode and a random tag kept
  * in its user.wcache.origin extended attribute, an RBD image's cluster, pool
- * and image ids; an NBD export and an embedder's origin by name only).
+ * and image ids; an NBD export by name only; an embedder's origin by what
+ * its table's identify() gives, else by describe()'s string, name only).
  * wc_open refuses an origin whose identity differs with -EXDEV, before it
  * reads or writes a byte of the cache's data or of either origin, and the
  * message names both and the dirty blocks at stake.  The same origin under
@@ -281,6 +353,18 @@ int wc_create_origin(wc_cache **out, const char *cache_path, struct wc_origin or
                      const struct wc_config *cfg);
 int wc_open_origin(wc_cache **out, const char *cache_path, struct wc_origin origin,
                    const struct wc_config *cfg);
+/* 0.5: the same, reading origin.ops as the table of this header (ops_size,
+ * caps, identify), checked before anything is touched: -EINVAL + message
+ * naming the field on a bad one.  The names above are macros for these.
+ * The functions under those names -- what programs built before 0.5 call,
+ * and what dlsym() or another language's bindings find by name -- read
+ * only the 0.4 table: no capability, no identify() (docs/ABI.md). */
+int wc_create_origin_sized(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                           const struct wc_config *cfg);
+int wc_open_origin_sized(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                         const struct wc_config *cfg);
+#define wc_create_origin wc_create_origin_sized
+#define wc_open_origin wc_open_origin_sized
 /* Commit, stop threads, wait for in-flight origin I/O, unmap, release the
  * owner's lock.  Dirty blocks stay cached.  Returns the sticky error, if
  * any, after releasing everything. */

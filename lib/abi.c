@@ -9,11 +9,19 @@
  * programs) and read only the 0.1 layout; the default versions, WCACHE_0.2,
  * read `size`.  Later releases grow the structs into the reserved space
  * or past it without new symbol versions: `size` says what the caller has.
+ *
+ * The origin's ops table is the program's too.  0.5 grew it (ops_size,
+ * caps, identify), but wc_create_origin and wc_open_origin keep reading
+ * the 0.4 layout: programs built before 0.5 call them, and their tables
+ * may end after the 8 ops.  wcache.h makes those names macros for
+ * wc_create_origin_sized and wc_open_origin_sized (WCACHE_0.5, below),
+ * which read the table as the header the program was built with has it.
  */
 #include <string.h>
 
 #include "abi.h"
 #include "core/wcconfig.h"
+#include "origin/origin.h"
 #include "util/error.h"
 
 _Static_assert(WC_CONFIG_SIZE_0_2 == sizeof(struct wc_config),
@@ -114,3 +122,37 @@ COMPAT_0_1(wc_open, const char *origin_path)
 COMPAT_0_1(wc_create_origin, struct wc_origin origin)
 COMPAT_0_1(wc_open_origin, struct wc_origin origin)
 #undef ARG
+
+/* 0.5: the origin's table is read by its ops_size.  Checked, and wrapped
+ * if it offers more than 0.4's, before the cache touches anything; the
+ * wrapper is the cache's once it took the origin, else freed here. */
+static int with_adopted(int (*entry)(wc_cache **, const char *, struct wc_origin,
+                                     const struct wc_config *),
+                        const char *what, wc_cache **out, const char *cache_path,
+                        struct wc_origin origin, const struct wc_config *cfg)
+{
+	struct wc_origin adopted;
+	int ret;
+
+	if (out)
+		*out = NULL;
+	ret = wc_origin_adopt(&adopted, origin);
+	if (ret)
+		return wc_err(ret, "%s: %s", cache_path ? cache_path : what, wc_errmsg());
+	ret = entry(out, cache_path, adopted, cfg);
+	if (ret)
+		wc_origin_adopt_undo(&adopted);
+	return ret;
+}
+
+int wc_create_origin_sized(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                           const struct wc_config *cfg)
+{
+	return with_adopted(wc_create_origin_0_2, "wc_create_origin", out, cache_path, origin, cfg);
+}
+
+int wc_open_origin_sized(wc_cache **out, const char *cache_path, struct wc_origin origin,
+                         const struct wc_config *cfg)
+{
+	return with_adopted(wc_open_origin_0_2, "wc_open_origin", out, cache_path, origin, cfg);
+}

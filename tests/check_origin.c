@@ -2,8 +2,9 @@
 /*
  * check_origin.c -- the origin layer: the libaio backend on tmpfs, ext4 and
  * a loop block device (mode, alignment, size, discard, a full queue, bad
- * inputs), ops-table validation, the synchronous helper (short transfers,
- * errors, concurrent pollers) and callbacks that resubmit.
+ * inputs), ops-table validation, the wrapper of an adopted 0.5 table, the
+ * synchronous helper (short transfers, errors, concurrent pollers) and
+ * callbacks that resubmit.
  */
 #include <linux/magic.h>
 #include <pthread.h>
@@ -432,6 +433,79 @@ START_TEST(test_origin_check)
 }
 END_TEST
 
+/* What 0.5 added to the table is read only from tables known to have it:
+ * the library's own, and an embedder's adopted (checked and wrapped) by the
+ * 0.5 entry points.  The wrapper forwards every op, defaults included. */
+START_TEST(test_origin_adopt)
+{
+	static struct wc_origin_ops ops;
+	struct fault_origin *fo;
+	struct wc_origin raw, o;
+	struct wc_origin_identity id;
+	char path[TEST_PATH_LEN];
+	uint8_t *buf = aligned_buf(4096);
+
+	ck_assert_int_eq(fault_origin_create(&fo, 1 * MiB, 512), 0);
+	fault_origin_set_name(fo, "adopted origin");
+	raw = fault_origin_origin(fo);
+	ck_assert(raw.ops->caps & WC_ORIGIN_CAP_ASYNC_FLUSH);
+	/* Not adopted: it may be a 0.4 table, whose caps do not exist. */
+	ck_assert(!wc_origin_async_flush(&raw));
+
+	ck_assert_int_eq(wc_origin_adopt(&o, raw), 0);
+	ck_assert_ptr_ne(o.ops, raw.ops);
+	ck_assert(wc_origin_async_flush(&o));
+	ck_assert_int_eq(wc_origin_check(&o), 0);
+	ck_assert_str_eq(wc_origin_describe(&o), "adopted origin");
+	ck_assert_uint_eq(wc_origin_alignment(&o), 512);
+	ck_assert_int_eq(wc_origin_identify(&o, &id, false), 0);
+	ck_assert_uint_eq(id.kind, WC_OID_CUSTOM);
+	ck_assert_str_eq(id.name, "adopted origin");
+	ck_assert_str_eq(id.id, "");
+	memset(buf, 'z', 4096);
+	ck_assert_int_eq(wc_origin_rw_sync(&o, WC_ORIGIN_WRITE, buf, 4096, 8192), 0);
+	ck_assert_int_eq(memcmp(fault_origin_volatile(fo) + 8192, buf, 4096), 0);
+	wc_origin_adopt_undo(&o); /* frees the wrapper only */
+
+	/* Optional ops missing inside: the wrapper gives their defaults. */
+	ops = *raw.ops;
+	ops.discard = NULL;
+	ops.alignment = NULL;
+	ops.describe = NULL;
+	raw.ops = &ops;
+	ck_assert_int_eq(wc_origin_adopt(&o, raw), 0);
+	ck_assert_uint_eq(wc_origin_alignment(&o), 1);
+	ck_assert_str_eq(wc_origin_describe(&o), "custom origin");
+	ck_assert_int_eq(wc_origin_discard(&o, 0, 4096), -EOPNOTSUPP);
+	wc_origin_adopt_undo(&o);
+
+	/* Nothing beyond 0.4's table: not wrapped. */
+	ops = *fault_origin_origin_sync_flush(fo).ops;
+	raw.ops = &ops;
+	ck_assert_int_eq(wc_origin_adopt(&o, raw), 0);
+	ck_assert_ptr_eq(o.ops, &ops);
+	ck_assert(!wc_origin_async_flush(&o));
+
+	/* A required op missing: refused like wc_origin_check refuses it. */
+	ops.submit = NULL;
+	ck_assert_int_eq(wc_origin_adopt(&o, raw), -EINVAL);
+	ck_assert(strstr(wc_errmsg(), "submit()") != NULL);
+	ck_assert_ptr_eq(o.ops, &ops);
+	fault_origin_destroy(fo);
+
+	/* The library's own table is taken as it is. */
+	make_file(wc_test_path(path, sizeof(path), "adopt-aio"), 1 * MiB);
+	ck_assert_int_eq(wc_origin_open_aio(&raw, path, 0), 0);
+	ck_assert_int_eq(wc_origin_adopt(&o, raw), 0);
+	ck_assert_ptr_eq(o.ops, raw.ops);
+	ck_assert(wc_origin_async_flush(&o));
+	ck_assert_int_eq(wc_origin_identify(&o, &id, false), 0);
+	ck_assert_uint_eq(id.kind, WC_OID_FILE);
+	wc_origin_close(&o);
+	free(buf);
+}
+END_TEST
+
 /* ------------------------------------------------------- the sync helper */
 
 START_TEST(test_sync_short_writes)
@@ -634,6 +708,7 @@ static Suite *origin_suite(void)
 	tcase_add_test(aio, test_aio_blockdev);
 	tcase_add_test(aio, test_aio_bad_inputs);
 	tcase_add_test(aio, test_origin_check);
+	tcase_add_test(aio, test_origin_adopt);
 	suite_add_tcase(s, aio);
 
 	tcase_add_test(sync, test_sync_short_writes);

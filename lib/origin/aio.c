@@ -418,14 +418,19 @@ static const char *aio_describe(void *ctx)
 	return ((struct aio_origin *)ctx)->desc;
 }
 
-static int aio_identify(void *ctx, struct wc_origin_identity *out, bool may_tag)
+static int aio_identify(void *ctx, struct wc_origin_identity *out, unsigned flags)
 {
 	struct aio_origin *a = ctx;
 
-	return wc_origin_identify_fd(a->fd, a->path, out, may_tag);
+	return wc_origin_identify_fd(a->fd, a->path, out, flags & WC_ORIGIN_IDENTIFY_MAY_TAG);
 }
 
-static const struct wc_origin_ops aio_ops = {
+/* Not static: origin.c reads what follows the 0.4 ops only of tables it
+ * knows to have it, and this is one. */
+const struct wc_origin_ops wc_origin_aio_ops = {
+	WC_ORIGIN_OPS_INIT,
+	.caps = WC_ORIGIN_CAP_ASYNC_FLUSH | WC_ORIGIN_CAP_IDENTIFY,
+	.identify = aio_identify,
 	.size = aio_size,
 	.submit = aio_submit,
 	.poll = aio_poll,
@@ -588,9 +593,7 @@ int wc_origin_open_aio_opts(struct wc_origin *out, const char *path,
 			ret = wc_err_sys(ret, "origin %s: io_setup(%u)", path, qd);
 		goto fail;
 	}
-	wc_origin_declare_async_flush(&aio_ops);
-	wc_origin_declare_identity(&aio_ops, aio_identify);
-	out->ops = &aio_ops;
+	out->ops = &wc_origin_aio_ops;
 	out->ctx = a;
 	return 0;
 fail:

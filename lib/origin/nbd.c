@@ -516,17 +516,22 @@ static void onbd_close(void *ctx)
 
 /* An NBD export has nothing stable to give beyond what it is called: its
  * URI, which names the server and the export. */
-static int onbd_identify(void *ctx, struct wc_origin_identity *out, bool may_tag)
+static int onbd_identify(void *ctx, struct wc_origin_identity *out, unsigned flags)
 {
 	struct nbd_origin *o = ctx;
 
-	(void)may_tag;
+	(void)flags;
 	out->kind = WC_OID_NBD;
 	wc_origin_identity_set(out->name, sizeof(out->name), o->uri);
 	return 0;
 }
 
-static const struct wc_origin_ops nbd_ops = {
+/* Not static: origin.c reads what follows the 0.4 ops only of tables it
+ * knows to have it, and this is one. */
+const struct wc_origin_ops wc_origin_nbd_ops = {
+	WC_ORIGIN_OPS_INIT,
+	.caps = WC_ORIGIN_CAP_ASYNC_FLUSH | WC_ORIGIN_CAP_IDENTIFY,
+	.identify = onbd_identify,
 	.size = onbd_size,
 	.submit = onbd_submit,
 	.poll = onbd_poll,
@@ -656,9 +661,7 @@ int wc_origin_open_nbd_opts(struct wc_origin *out, const char *uri,
 	desc_len = strlen(WC_ORIGIN_NBD_MODE) + strlen(uri) + 48;
 	snprintf(o->desc, desc_len, "%s %s (%u connection%s%s)", WC_ORIGIN_NBD_MODE, uri, o->nconns,
 	         o->nconns == 1 ? "" : "s", mc ? ", multi-conn" : "");
-	wc_origin_declare_async_flush(&nbd_ops);
-	wc_origin_declare_identity(&nbd_ops, onbd_identify);
-	out->ops = &nbd_ops;
+	out->ops = &wc_origin_nbd_ops;
 	out->ctx = o;
 	return 0;
 }

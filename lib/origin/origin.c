@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * origin.c -- backend-independent origin code: validating an embedder's ops
- * table and synchronous I/O on top of the asynchronous submit/poll pair.
+ * table, what a table offers beyond 0.4's, and synchronous I/O on top of
+ * the asynchronous submit/poll pair.
  */
-#include <pthread.h>
+#include "config.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +30,178 @@
  * does not spin a core (it is retried: see wc_origin_rw_sync). */
 #define SYNC_POLL_ERROR_PAUSE_NS 100000L /* 100 us */
 
-int wc_origin_check(struct wc_origin *o)
-{
-	const struct wc_origin_ops *ops;
-	uint64_t bytes = 0;
-	uint32_t align;
-	int ret;
+/* ---------------------------------------------------------------------
+ * Tables with 0.5's fields
+ *
+ * A table handed to the 0.4 entry points may be one of a program built
+ * before 0.5: its 8 ops may end the allocation.  So the library reads
+ * ops_size and what follows only from tables it knows have them: its own
+ * backends', and an embedder's table that the 0.5 entry points checked and
+ * wrapped (sized_ops below, whose ctx is the embedder's origin).
+ * --------------------------------------------------------------------- */
 
-	if (!o || !o->ops)
-		return wc_err(-EINVAL, "origin: no ops table");
-	ops = o->ops;
+_Static_assert(WC_ORIGIN_OPS_SIZE_0_5 == sizeof(struct wc_origin_ops),
+               "struct wc_origin_ops grew past 0.5's: check_sized must know the sizes of "
+               "both, and docs/ABI.md the release that grew it");
+
+/* Beyond this an ops_size is garbage (a table not initialised), not a
+ * table of a later release. */
+#define OPS_SIZE_MAX 4096u
+
+static bool library_table(const struct wc_origin_ops *ops)
+{
+	if (ops == &wc_origin_aio_ops)
+		return true;
+#ifdef WC_HAVE_LIBNBD
+	if (ops == &wc_origin_nbd_ops)
+		return true;
+#endif
+#ifdef WC_HAVE_LIBRBD
+	if (ops == &wc_origin_rbd_ops)
+		return true;
+#endif
+	return false;
+}
+
+static int sized_size(void *ctx, uint64_t *bytes)
+{
+	return wc_origin_size(ctx, bytes);
+}
+
+static int sized_submit(void *ctx, struct wc_origin_io *io)
+{
+	return wc_origin_submit(ctx, io);
+}
+
+static int sized_poll(void *ctx, unsigned min_events, uint64_t timeout_ns)
+{
+	return wc_origin_poll(ctx, min_events, timeout_ns);
+}
+
+static int sized_flush(void *ctx)
+{
+	return wc_origin_flush(ctx);
+}
+
+static int sized_discard(void *ctx, uint64_t offset, uint64_t len)
+{
+	return wc_origin_discard(ctx, offset, len);
+}
+
+static void sized_close(void *ctx)
+{
+	wc_origin_close(ctx);
+	free(ctx);
+}
+
+static uint32_t sized_alignment(void *ctx)
+{
+	return wc_origin_alignment(ctx);
+}
+
+static const char *sized_describe(void *ctx)
+{
+	struct wc_origin *in = ctx;
+
+	return in->ops->describe ? in->ops->describe(in->ctx) : NULL;
+}
+
+/* The wrapper of an embedder's checked table: it forwards every op, and
+ * tells the cache to read the table inside as 0.5's.  Its own caps are
+ * not read. */
+static const struct wc_origin_ops sized_ops = {
+	WC_ORIGIN_OPS_INIT,
+	.size = sized_size,
+	.submit = sized_submit,
+	.poll = sized_poll,
+	.flush = sized_flush,
+	.discard = sized_discard,
+	.close = sized_close,
+	.alignment = sized_alignment,
+	.describe = sized_describe,
+};
+
+/* The table of `o` that has 0.5's fields, with the ctx its ops take, into
+ * *t; false for a table read as 0.4's. */
+static bool sized_table(const struct wc_origin *o, struct wc_origin *t)
+{
+	if (o->ops == &sized_ops) {
+		*t = *(const struct wc_origin *)o->ctx;
+		return true;
+	}
+	if (library_table(o->ops)) {
+		*t = *o;
+		return true;
+	}
+	return false;
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* The fields 0.5 added, of a table that has them (`o` is not wrapped). */
+static int check_sized(struct wc_origin *o)
+{
+	const struct wc_origin_ops *ops = o->ops;
+	const uint64_t known = WC_ORIGIN_CAP_ASYNC_FLUSH | WC_ORIGIN_CAP_IDENTIFY;
+	const char *d = wc_origin_describe(o);
+	size_t size = ops->ops_size;
+
+	if (size == 0) {
+		/* Source written for 0.4, built with this header: the fields
+		 * are there, zeroed by the initializer, unless set by hand. */
+		if (ops->caps || ops->identify || !all_zero(ops->reserved, sizeof(ops->reserved)))
+			return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: ops_size is 0 (a table "
+			              "written for libwcache 0.4 or before) but caps, identify or "
+			              "reserved are set: set ops_size to sizeof(struct wc_origin_ops) "
+			              "(WC_ORIGIN_OPS_INIT)", d);
+		return 0;
+	}
+	if (size < WC_ORIGIN_OPS_SIZE_0_5 || size > OPS_SIZE_MAX || size % 8)
+		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: ops_size %zu is not the size "
+		              "of the table in any release (%zu in 0.5, the first with ops_size; "
+		              "%zu in libwcache %s): set it to sizeof(struct wc_origin_ops) "
+		              "(WC_ORIGIN_OPS_INIT)", d, size,
+		              (size_t)WC_ORIGIN_OPS_SIZE_0_5, sizeof(*ops), WCACHE_VERSION_STRING);
+	if (size > sizeof(*ops) && !all_zero((const char *)ops + sizeof(*ops), size - sizeof(*ops)))
+		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: ops_size %zu, and ops past "
+		              "the %zu bytes libwcache %s knows are set (the program was built "
+		              "against a newer libwcache)", d,
+		              size, sizeof(*ops), WCACHE_VERSION_STRING);
+	if (ops->caps & ~known)
+		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: caps 0x%llx has bits 0x%llx "
+		              "that libwcache %s does not know (the program was built against a "
+		              "newer libwcache)", d,
+		              (unsigned long long)ops->caps, (unsigned long long)(ops->caps & ~known),
+		              WCACHE_VERSION_STRING);
+	if ((ops->caps & WC_ORIGIN_CAP_IDENTIFY) && !ops->identify)
+		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: caps has "
+		              "WC_ORIGIN_CAP_IDENTIFY but identify is NULL",
+		              d);
+	if (!(ops->caps & WC_ORIGIN_CAP_IDENTIFY) && ops->identify)
+		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: identify is set but caps "
+		              "lacks WC_ORIGIN_CAP_IDENTIFY (the cache would not call it)",
+		              d);
+	for (unsigned i = 0; i < sizeof(ops->reserved) / sizeof(ops->reserved[0]); i++)
+		if (ops->reserved[i])
+			return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: reserved[%u] is set "
+			              "(an op of a newer libwcache, or a table not zeroed)",
+			              d, i);
+	return 0;
+}
+
+/* The ops every table must have (`o` is not wrapped). */
+static int check_required(struct wc_origin *o)
+{
+	const struct wc_origin_ops *ops = o->ops;
+
 	if (!ops->size)
 		return wc_err(-EINVAL, "origin %s: ops table lacks size()", wc_origin_describe(o));
 	if (!ops->submit)
@@ -48,6 +212,57 @@ int wc_origin_check(struct wc_origin *o)
 		return wc_err(-EINVAL, "origin %s: ops table lacks flush()", wc_origin_describe(o));
 	if (!ops->close)
 		return wc_err(-EINVAL, "origin %s: ops table lacks close()", wc_origin_describe(o));
+	return 0;
+}
+
+int wc_origin_adopt(struct wc_origin *out, struct wc_origin in)
+{
+	struct wc_origin *w;
+	int ret;
+
+	*out = in;
+	if (!in.ops)
+		return wc_err(-EINVAL, "origin: no ops table");
+	if (library_table(in.ops))
+		return 0;
+	ret = check_required(&in);
+	if (!ret)
+		ret = check_sized(&in);
+	if (ret || !in.ops->caps)
+		return ret; /* nothing to read beyond 0.4's table (identify needs its cap) */
+	w = malloc(sizeof(*w));
+	if (!w)
+		return wc_err(-ENOMEM, "origin %s: out of memory", wc_origin_describe(&in));
+	*w = in;
+	*out = (struct wc_origin){ .ops = &sized_ops, .ctx = w };
+	return 0;
+}
+
+void wc_origin_adopt_undo(struct wc_origin *adopted)
+{
+	if (adopted->ops == &sized_ops)
+		free(adopted->ctx);
+	adopted->ops = NULL;
+	adopted->ctx = NULL;
+}
+
+int wc_origin_check(struct wc_origin *o)
+{
+	struct wc_origin in;
+	uint64_t bytes = 0;
+	uint32_t align;
+	int ret;
+
+	if (!o || !o->ops)
+		return wc_err(-EINVAL, "origin: no ops table");
+	in = *o;
+	if (o->ops == &sized_ops)
+		in = *(struct wc_origin *)o->ctx;
+	ret = check_required(&in);
+	if (!ret && o->ops == &sized_ops)
+		ret = check_sized(&in);
+	if (ret)
+		return ret;
 	align = wc_origin_alignment(o);
 	if (align == 0 || (align & (align - 1)) != 0)
 		return wc_err(-EINVAL, "origin %s: alignment() returned %u, not a power of two",
@@ -60,87 +275,38 @@ int wc_origin_check(struct wc_origin *o)
 	return 0;
 }
 
-/*
- * What the built-in backends (and the tests' fault origin) can do beyond
- * wcache.h's ops table, declared when one of their origins opens: whether
- * it takes WC_ORIGIN_FLUSH, and how it names its origin (identity.c).
- * One table under a lock: an entry's fields are set together, declared once
- * per origin open and read once per cache open.
- */
-#define TRAITS_MAX 8
-static pthread_mutex_t traits_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	const struct wc_origin_ops *ops;
-	bool async_flush;
-	wc_origin_identify_fn identify;
-} traits[TRAITS_MAX];
-
-/* The entry of `ops`, made if new; TRAITS_MAX when the table is full (then the
- * backend flushes synchronously and is named by describe(): correct, but
- * slower and weaker).  Under traits_lock. */
-static unsigned traits_find(const struct wc_origin_ops *ops, bool make)
-{
-	unsigned i;
-
-	for (i = 0; i < TRAITS_MAX && traits[i].ops; i++)
-		if (traits[i].ops == ops)
-			return i;
-	if (!make || i == TRAITS_MAX)
-		return TRAITS_MAX;
-	traits[i].ops = ops;
-	return i;
-}
-
-void wc_origin_declare_async_flush(const struct wc_origin_ops *ops)
-{
-	unsigned i;
-
-	pthread_mutex_lock(&traits_lock);
-	i = traits_find(ops, true);
-	if (i < TRAITS_MAX)
-		traits[i].async_flush = true;
-	pthread_mutex_unlock(&traits_lock);
-}
-
 bool wc_origin_async_flush(const struct wc_origin *o)
 {
-	bool yes;
-	unsigned i;
+	struct wc_origin t;
 
-	pthread_mutex_lock(&traits_lock);
-	i = traits_find(o->ops, false);
-	yes = i < TRAITS_MAX && traits[i].async_flush;
-	pthread_mutex_unlock(&traits_lock);
-	return yes;
-}
-
-void wc_origin_declare_identity(const struct wc_origin_ops *ops, wc_origin_identify_fn fn)
-{
-	unsigned i;
-
-	pthread_mutex_lock(&traits_lock);
-	i = traits_find(ops, true);
-	if (i < TRAITS_MAX)
-		traits[i].identify = fn;
-	pthread_mutex_unlock(&traits_lock);
+	return sized_table(o, &t) && (t.ops->caps & WC_ORIGIN_CAP_ASYNC_FLUSH);
 }
 
 int wc_origin_identify(struct wc_origin *o, struct wc_origin_identity *out, bool may_tag)
 {
-	wc_origin_identify_fn fn = NULL;
-	unsigned i;
+	struct wc_origin t;
+	int ret;
 
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&traits_lock);
-	i = traits_find(o->ops, false);
-	if (i < TRAITS_MAX)
-		fn = traits[i].identify;
-	pthread_mutex_unlock(&traits_lock);
-	if (fn)
-		return fn(o->ctx, out, may_tag);
-	/* An embedder's origin: its size (checked by the cache) and its name. */
-	out->kind = WC_OID_CUSTOM;
-	wc_origin_identity_set(out->name, sizeof(out->name), wc_origin_describe(o));
+	if (!sized_table(o, &t) || !(t.ops->caps & WC_ORIGIN_CAP_IDENTIFY)) {
+		/* Its size (checked by the cache) and its name. */
+		out->kind = WC_OID_CUSTOM;
+		wc_origin_identity_set(out->name, sizeof(out->name), wc_origin_describe(o));
+		return 0;
+	}
+	ret = t.ops->identify(t.ctx, out, may_tag ? WC_ORIGIN_IDENTIFY_MAY_TAG : 0);
+	if (ret && library_table(t.ops))
+		return ret; /* its message names the origin */
+	if (ret)
+		return wc_err_sys(ret < 0 ? ret : -EIO, "origin %s: identify()", wc_origin_describe(o));
+	if (out->kind > WC_OID_RBD)
+		return wc_err(-EINVAL, "origin %s: identify() gave kind %u, not a "
+		              "WC_ORIGIN_IDENTITY_* value", wc_origin_describe(o), (unsigned)out->kind);
+	/* Whatever identify() wrote, the cache reads strings. */
+	out->id[sizeof(out->id) - 1] = '\0';
+	out->name[sizeof(out->name) - 1] = '\0';
+	if (!out->name[0])
+		wc_origin_identity_set(out->name, sizeof(out->name), wc_origin_describe(o));
 	return 0;
 }
 

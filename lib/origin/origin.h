@@ -5,13 +5,16 @@
  * the default (libaio) backend.
  *
  * The cache never calls o->ops->... directly: the dispatchers give optional
- * ops (discard, alignment, describe) one documented default each.
+ * ops (discard, alignment, describe) one documented default each.  They
+ * read only the 8 ops every table has had since 0.1; what 0.5 added is
+ * read by origin.c alone, from the tables known to have it.
  */
 #ifndef WC_ORIGIN_H
 #define WC_ORIGIN_H
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/error.h"
@@ -39,62 +42,71 @@ static inline int wc_origin_flush(struct wc_origin *o)
 	return o->ops->flush(o->ctx);
 }
 
-/*
- * An origin flush as a request: submitted like a write, done(io, 0) once
- * every write that completed before it was submitted is durable, or
- * done(io, -errno).  iov/iovcnt/offset are unused.  Write-back keeps the
- * origin writing while a round's flush runs (an fdatasync on a virtio disk
- * measured ~20 ms, the time 5-10 MB of random writes take).
- *
- * Submitted only to a backend whose ops table declared it: not in wcache.h,
- * because an embedder's ops table has no room to say so, and a backend that
- * does not know the op might take it for a write.  The library's libaio
- * (IOCB_CMD_FDSYNC), NBD (NBD_CMD_FLUSH, begun in the submitting thread:
- * its flush reports a dropped connection's lost writes to the thread that
- * wrote them) and RBD (rbd_aio_flush) backends declare it.
- */
-#define WC_ORIGIN_FLUSH ((enum wc_origin_op)2)
-
 /* For messages. */
 static inline const char *wc_origin_op_name(enum wc_origin_op op)
 {
 	return op == WC_ORIGIN_WRITE ? "write" : op == WC_ORIGIN_FLUSH ? "flush" : "read";
 }
-void wc_origin_declare_async_flush(const struct wc_origin_ops *ops);
+
+/*
+ * Which tables have 0.5's fields (ops_size, caps, identify): the library's
+ * own backends' (below), and an embedder's passed to wc_create_origin_sized
+ * or wc_open_origin_sized, which wc_origin_adopt wraps.  Any other table
+ * is read as 0.4's, its 8 ops and not a byte more: it may belong to a
+ * program built before 0.5, whose table ends there (docs/ABI.md).
+ */
+extern const struct wc_origin_ops wc_origin_aio_ops;
+extern const struct wc_origin_ops wc_origin_nbd_ops; /* built with libnbd only */
+extern const struct wc_origin_ops wc_origin_rbd_ops; /* built with librbd only */
+
+/* The size of struct wc_origin_ops in 0.5, the first with ops_size. */
+#define WC_ORIGIN_OPS_SIZE_0_5 (offsetof(struct wc_origin_ops, reserved) + 8 * sizeof(void (*)(void)))
+
+/*
+ * An embedder's origin for the 0.5 entry points: check its table as one of
+ * 0.5 or later (ops_size, caps, identify, reserved; -EINVAL + message
+ * naming the field), and the required ops as wc_origin_check does.  *out
+ * is `in` itself when the table offers nothing beyond 0.4's (or is the
+ * library's own), else `in` wrapped so that the cache knows its table has
+ * the fields; the wrapper closes `in` when closed.  On failure *out is
+ * `in`, and nothing was allocated.
+ */
+int wc_origin_adopt(struct wc_origin *out, struct wc_origin in);
+/* Free the wrapper of an adopted origin whose cache did not take it (the
+ * caller still owns the origin inside, which stays open). */
+void wc_origin_adopt_undo(struct wc_origin *adopted);
+
+/*
+ * Whether `o` takes WC_ORIGIN_FLUSH requests (its table declares
+ * WC_ORIGIN_CAP_ASYNC_FLUSH).  Write-back then keeps the origin writing
+ * while a round's flush runs (an fdatasync on a virtio disk measured
+ * ~20 ms, the time 5-10 MB of random writes take); without, it calls
+ * flush() and waits.  The library's backends take them: libaio as an
+ * IOCB_CMD_FDSYNC, NBD as NBD_CMD_FLUSH (begun in the submitting thread:
+ * its flush reports a dropped connection's lost writes to the thread that
+ * wrote them), RBD as rbd_aio_flush.  A table read as 0.4's does not.
+ */
 bool wc_origin_async_flush(const struct wc_origin *o);
 
 /*
- * What names and fingerprints an origin (identity.c): the cache
- * records it at create and refuses to open with an origin whose identity
- * differs (bind.c).  `id` is the strongest identity the backend can give
- * and that survives a rename: a block device's WWID or serial, a file's
- * inode and random tag, an RBD image's cluster, pool and image id.  An
- * empty `id` means the name is all there is ("name only": an NBD export,
- * an embedder's origin).
+ * What names and fingerprints an origin (identity.c, and each backend's
+ * identify op): the cache records it at create and refuses to open with an
+ * origin whose identity differs (bind.c).  struct wc_origin_identity is in
+ * wcache.h: embedders fill it too.
  */
-/* What kind of origin (recorded in the cache as struct wc_pmem_origin_id.kind). */
-enum {
-	WC_OID_CUSTOM = 0, /* an embedder's ops table: its describe() string */
-	WC_OID_FILE = 1,   /* a regular file */
-	WC_OID_BLOCK = 2,  /* a block device */
-	WC_OID_NBD = 3,    /* an NBD export */
-	WC_OID_RBD = 4,    /* a Ceph RBD image */
-};
-#define WC_ORIGIN_IDENTITY_ID_LEN 192u
-#define WC_ORIGIN_IDENTITY_NAME_LEN 256u
-struct wc_origin_identity {
-	uint8_t kind;                               /* WC_OID_* */
-	char id[WC_ORIGIN_IDENTITY_ID_LEN];         /* "" = name only */
-	char name[WC_ORIGIN_IDENTITY_NAME_LEN];     /* what it was opened as */
-};
+/* The kinds under their short names (recorded in the cache as struct
+ * wc_pmem_origin_id.kind). */
+#define WC_OID_CUSTOM WC_ORIGIN_IDENTITY_CUSTOM
+#define WC_OID_FILE WC_ORIGIN_IDENTITY_FILE
+#define WC_OID_BLOCK WC_ORIGIN_IDENTITY_BLOCK
+#define WC_OID_NBD WC_ORIGIN_IDENTITY_NBD
+#define WC_OID_RBD WC_ORIGIN_IDENTITY_RBD
 
-/* A backend's identify(): fill `out` (zeroed by the caller); `may_tag` allows it to leave a mark
- * on the origin that makes the identity stronger (a file's tag, kept in an
- * extended attribute), as wc_create and a re-bind do; an open only reads. */
-typedef int (*wc_origin_identify_fn)(void *ctx, struct wc_origin_identity *out, bool may_tag);
-void wc_origin_declare_identity(const struct wc_origin_ops *ops, wc_origin_identify_fn fn);
-/* The identity of `o`: its backend's, or for an ops table that declared
- * none (an embedder's), name only from describe().  0 or -errno. */
+/* The identity of `o`: its table's identify(), or for a table without one
+ * (an embedder's, or one read as 0.4's), name only from describe().
+ * `may_tag` allows identify() to leave a mark on the origin that makes the
+ * identity stronger (WC_ORIGIN_IDENTIFY_MAY_TAG), as wc_create and a
+ * re-bind do; an open only reads.  0 or -errno with a message. */
 int wc_origin_identify(struct wc_origin *o, struct wc_origin_identity *out, bool may_tag);
 /* The identity of the file or block device open as `fd` (the libaio
  * backend's identify). */
@@ -135,8 +147,9 @@ static inline const char *wc_origin_describe(struct wc_origin *o)
 /*
  * Check an embedder's origin before the cache uses it: the required ops
  * (size, submit, poll, flush, close) are present, alignment() is a power of
- * two, and size() succeeds with a non-zero size.  -EINVAL + message naming
- * the missing op; size()'s own error otherwise.
+ * two, and size() succeeds with a non-zero size; an adopted origin's table
+ * also as wc_origin_adopt checks it.  -EINVAL + message naming the missing
+ * op or the bad field; size()'s own error otherwise.
  */
 int wc_origin_check(struct wc_origin *o);
 

@@ -326,13 +326,13 @@ static const char *rbd_describe(void *ctx)
 
 /* The cluster, the pool and the image by their ids, which a rename of the
  * pool or the image keeps, and another image of the same name does not. */
-static int rbd_identify(void *ctx, struct wc_origin_identity *out, bool may_tag)
+static int rbd_identify(void *ctx, struct wc_origin_identity *out, unsigned flags)
 {
 	struct rbd_origin *r = ctx;
 	char fsid[64] = "", image_id[96] = "";
 	int ret;
 
-	(void)may_tag;
+	(void)flags;
 	out->kind = WC_OID_RBD;
 	snprintf(out->name, sizeof(out->name), "rbd:%s", r->name);
 	ret = rados_cluster_fsid(r->cluster, fsid, sizeof(fsid));
@@ -349,7 +349,12 @@ static int rbd_identify(void *ctx, struct wc_origin_identity *out, bool may_tag)
 	return 0;
 }
 
-static const struct wc_origin_ops rbd_ops = {
+/* Not static: origin.c reads what follows the 0.4 ops only of tables it
+ * knows to have it, and this is one. */
+const struct wc_origin_ops wc_origin_rbd_ops = {
+	WC_ORIGIN_OPS_INIT,
+	.caps = WC_ORIGIN_CAP_ASYNC_FLUSH | WC_ORIGIN_CAP_IDENTIFY,
+	.identify = rbd_identify,
 	.size = rbd_size_op,
 	.submit = rbd_submit,
 	.poll = rbd_poll,
@@ -539,9 +544,7 @@ int wc_origin_open_rbd(struct wc_origin *out, const char *spec_text)
 		rbd_free(r);
 		return ret;
 	}
-	wc_origin_declare_async_flush(&rbd_ops);
-	wc_origin_declare_identity(&rbd_ops, rbd_identify);
-	out->ops = &rbd_ops;
+	out->ops = &wc_origin_rbd_ops;
 	out->ctx = r;
 	return 0;
 }

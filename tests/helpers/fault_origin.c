@@ -446,6 +446,8 @@ static const char *fo_describe(void *ctx)
 }
 
 static const struct wc_origin_ops fault_origin_ops = {
+	WC_ORIGIN_OPS_INIT,
+	.caps = WC_ORIGIN_CAP_ASYNC_FLUSH,
 	.size = fo_size,
 	.submit = fo_submit,
 	.poll = fo_poll,
@@ -508,9 +510,10 @@ void fault_origin_destroy(struct fault_origin *fo)
 	free(fo);
 }
 
-/* The same ops under another address, not declared to take flush requests:
- * the cache then calls flush() (as it does for the NBD backend). */
+/* The same ops, not declared to take flush requests: the cache then calls
+ * flush(), as it does for an embedder's table without the capability. */
 static const struct wc_origin_ops fault_origin_sync_flush_ops = {
+	WC_ORIGIN_OPS_INIT,
 	.size = fo_size,
 	.submit = fo_submit,
 	.poll = fo_poll,
@@ -523,7 +526,6 @@ static const struct wc_origin_ops fault_origin_sync_flush_ops = {
 
 struct wc_origin fault_origin_origin(struct fault_origin *fo)
 {
-	wc_origin_declare_async_flush(&fault_origin_ops);
 	return (struct wc_origin){ .ops = &fault_origin_ops, .ctx = fo };
 }
 

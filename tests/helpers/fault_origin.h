@@ -78,9 +78,10 @@ int fault_origin_create(struct fault_origin **out, uint64_t size, uint32_t align
 void fault_origin_destroy(struct fault_origin *fo);
 
 /* The ops table + context for the cache (see Lifetime above).  The cache
- * flushes it with flush requests (WC_ORIGIN_FLUSH, lib/origin.h), as it does
- * the library's libaio, NBD and RBD backends; the _sync_flush variant only
- * takes flush(), as an embedder's origin does. */
+ * flushes it with flush requests (WC_ORIGIN_FLUSH: its table declares
+ * WC_ORIGIN_CAP_ASYNC_FLUSH), as it does the library's libaio, NBD and RBD
+ * backends; the _sync_flush variant only takes flush(), as a table without
+ * the capability does. */
 struct wc_origin fault_origin_origin(struct fault_origin *fo);
 struct wc_origin fault_origin_origin_sync_flush(struct fault_origin *fo);
 
