@@ -3,8 +3,8 @@
  * wctools.h -- what wcbench, wcctl, the fio engine and the nbdkit plugin
  * share, so that each grammar, each JSON rule and each message exists once.
  *
- *   sizes      the library's grammar (lib/size.h) with a message that names
- *              the option
+ *   sizes      the library's grammar (wcadm_size_parse) with a message that
+ *              names the option
  *   options    a table per subcommand instead of a getopt_long switch
  *   JSON       one writer: escaping, null and numbers done in one place
  *   scratch    files a benchmark creates and must not leave behind
@@ -12,7 +12,8 @@
  *   pmem       the emulated-pmem setup (PMEM2_FORCE_GRANULARITY)
  *
  * json.c needs only the public wcache.h, so the plugins compile it alone;
- * the rest links against the library's internals (libwcache-core).
+ * the rest uses the admin interface (lib/admin/wcadmin.h) and links
+ * libwcache-core.  This header includes neither.
  */
 #ifndef WCTOOLS_H
 #define WCTOOLS_H
@@ -26,7 +27,7 @@ struct wc_stats;
 
 /* ---- sizes (wctools.c) ---------------------------------------------------- */
 
-/* Parse `arg` with the one size grammar (lib/size.h) into *out, within
+/* Parse `arg` with the one size grammar (wcadm_size_parse) into *out, within
  * [min, max].  On error prints "<cmd>: --<name> <arg>: <why>" and returns
  * -1. */
 int wct_parse_size(const char *cmd, const char *name, const char *arg, uint64_t min,

@@ -8,6 +8,7 @@
  * library: the engine's own loops are in lib/flush/nt_*.c.
  */
 #include <immintrin.h>
+#include <string.h>
 
 #include "flushbench.h"
 
@@ -46,7 +47,7 @@ __attribute__((target("sse2"))) static void bare_sse2(void *dst, const void *src
 }
 #endif
 
-wc_copy_fn flushbench_bare_loop(const char *nt_name, const char **bare_name)
+wcadm_copy_fn flushbench_bare_loop(const char *nt_name, const char **bare_name)
 {
 #if defined(__x86_64__)
 	if (strcmp(nt_name, "nt-avx512") == 0) {

@@ -74,17 +74,18 @@ static const char *gran_name(enum pmem2_granularity g)
 
 void flushbench_print_table(const struct bench *b)
 {
-	const struct wc_pmem_info *in = &b->policy->info;
-	const struct wc_cpu *cpu = wc_cpu_get();
+	const struct wc_pmem_info *in = &b->policy.info;
 	char s1[64], s2[64], text[256];
 	struct verdict v[NMODES];
+	struct wcadm_cpu cpu;
 
 	printf("wcbench flush: %s, region %s, granularity %s%s, median of %u runs, %.0f ms samples\n",
 	       b->path, wct_size_str(s1, sizeof(s1), b->region), gran_name(b->gran),
 	       b->forced_gran ? " (PMEM2_FORCE_GRANULARITY set by wcbench)" : "", b->runs,
 	       b->time_ms);
-	printf("cpu: %s family 0x%x model 0x%x stepping %u, line %u B\n", cpu->vendor,
-	       cpu->family, cpu->model, cpu->stepping, cpu->line_size);
+	wcadm_cpu_get(&cpu);
+	printf("cpu: %s family 0x%x model 0x%x stepping %u, line %u B\n", cpu.vendor,
+	       cpu.family, cpu.model, cpu.stepping, cpu.line_size);
 	wcb_policy_text(text, sizeof(text), in);
 	printf("policy: %s -- %s\n", text, in->reason);
 	for (unsigned m = 0; m < NMODES; m++) {
@@ -132,12 +133,13 @@ void flushbench_print_table(const struct bench *b)
 
 void flushbench_print_json(const struct bench *b)
 {
-	const struct wc_cpu *cpu = wc_cpu_get();
 	struct verdict v[NMODES];
 	static const char *modes[NMODES] = { "fenced", "batched" };
+	struct wcadm_cpu cpu;
 	enum goal g;
 	struct wct_json j;
 
+	wcadm_cpu_get(&cpu);
 	flushbench_judge(b, v);
 	g = flushbench_goal(v);
 	wct_json_init(&j, stdout);
@@ -152,14 +154,14 @@ void flushbench_print_json(const struct bench *b)
 	wct_json_num(&j, "sample_ms", "%g", b->time_ms);
 	wct_json_u64(&j, "dst_offset", b->dst_offset);
 	wct_json_object(&j, "cpu", false);
-	wct_json_str(&j, "vendor", cpu->vendor);
-	wct_json_u64(&j, "family", cpu->family);
-	wct_json_u64(&j, "model", cpu->model);
-	wct_json_u64(&j, "stepping", cpu->stepping);
-	wct_json_u64(&j, "line_size", cpu->line_size);
-	wct_json_u64(&j, "features", cpu->features);
+	wct_json_str(&j, "vendor", cpu.vendor);
+	wct_json_u64(&j, "family", cpu.family);
+	wct_json_u64(&j, "model", cpu.model);
+	wct_json_u64(&j, "stepping", cpu.stepping);
+	wct_json_u64(&j, "line_size", cpu.line_size);
+	wct_json_u64(&j, "features", cpu.features);
 	wct_json_end(&j);
-	wcb_json_policy(&j, "policy", &b->policy->info);
+	wcb_json_policy(&j, "policy", &b->policy.info);
 	wct_json_array(&j, "columns", false);
 	for (unsigned ci = 0; ci < b->ncols; ci++)
 		wct_json_str(&j, NULL, b->col[ci].name);

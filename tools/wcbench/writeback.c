@@ -47,9 +47,9 @@
 #include <unistd.h>
 
 #include "histogram.h"
-#include "origin/origin.h"
 #include "rawaio.h"
 #include "wcache.h"
+#include "wcadmin.h"
 #include "wcbench.h"
 
 #define WB_MAX_RUNS 51
@@ -232,8 +232,8 @@ static int prepare_origin(struct bench *b)
 			fprintf(stderr, "wcbench writeback: %s\n", wc_errmsg());
 			return -1;
 		}
-		wc_origin_size(&o, &have);
-		wc_origin_close(&o);
+		wcadm_origin_size(&o, &have);
+		wcadm_origin_close(&o);
 		if (have < b->o.working_set) {
 			fprintf(stderr, "wcbench writeback: origin %s has %llu bytes, less than --working-set\n",
 			        path, (unsigned long long)have);
@@ -476,7 +476,7 @@ static int verify_origin(struct bench *b)
 	for (unsigned i = 0; i < WB_VERIFY_SAMPLES && !ret; i++) {
 		uint64_t off = xorshift64(&seed) % b->nblocks * b->o.block_size, got;
 
-		if (wc_origin_rw_sync(&o, WC_ORIGIN_READ, rd, b->o.block_size, off) != 0) {
+		if (wcadm_origin_rw_sync(&o, WC_ORIGIN_READ, rd, b->o.block_size, off) != 0) {
 			fprintf(stderr, "wcbench writeback: verify: %s\n", wc_errmsg());
 			ret = -1;
 			break;
@@ -489,7 +489,7 @@ static int verify_origin(struct bench *b)
 			        "cache was given\n", (unsigned long long)off);
 	}
 	free(rd);
-	wc_origin_close(&o);
+	wcadm_origin_close(&o);
 	return ret;
 }
 
@@ -880,7 +880,7 @@ int wcbench_writeback(int argc, char **argv)
 		return ret;
 	}
 	b->forced_gran = wct_pmem_emulate();
-	b->local = wc_origin_kind_of(b->o.origin_path) == WC_ORIGIN_KIND_PATH;
+	b->local = wcadm_origin_is_path(b->o.origin_path);
 	if (b->o.raw_flush_every && !b->local) {
 		fprintf(stderr, "wcbench writeback: --raw-flush-every: only for an origin file or "
 		        "block device, not %s\n", b->o.origin_path);

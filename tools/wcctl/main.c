@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("wcctl (libwcache) %d.%d, on-pmem format version %u\n", WCACHE_VERSION_MAJOR,
-		       WCACHE_VERSION_MINOR, WC_FORMAT_VERSION);
+		       WCACHE_VERSION_MINOR, WCADM_FORMAT_VERSION);
 		return WCCTL_OK;
 	}
 	for (size_t i = 0; i < NCOMMANDS; i++) {
