@@ -110,12 +110,29 @@ static int rawaio_check(const struct rawaio *r, uint64_t bytes)
 	return 0;
 }
 
-static uint64_t xorshift64(uint64_t *x)
+uint64_t wc_rawaio_xorshift64(uint64_t *x)
 {
 	*x ^= *x << 13;
 	*x ^= *x >> 7;
 	*x ^= *x << 17;
 	return *x;
+}
+
+uint64_t *wc_rawaio_permutation(uint64_t n, uint64_t seed)
+{
+	uint64_t *order = malloc((n ? n : 1) * sizeof(*order));
+
+	if (!order)
+		return NULL;
+	for (uint64_t i = 0; i < n; i++)
+		order[i] = i;
+	for (uint64_t i = n - 1; n > 1 && i > 0; i--) { /* Fisher-Yates */
+		uint64_t j = wc_rawaio_xorshift64(&seed) % (i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	return order;
 }
 
 static int rawaio_setup(struct rawaio *r, bool sequential)
@@ -135,20 +152,10 @@ static int rawaio_setup(struct rawaio *r, bool sequential)
 	if (!r->cbs || !r->batch)
 		return wcadm_err(-ENOMEM, "rawaio %s: out of memory", r->path);
 	if (!sequential) {
-		uint64_t seed = RAWAIO_SEED;
-
-		r->order = malloc(r->nios * sizeof(*r->order));
+		r->order = wc_rawaio_permutation(r->nios, RAWAIO_SEED);
 		if (!r->order)
 			return wcadm_err(-ENOMEM, "rawaio %s: out of memory for %llu offsets", r->path,
 			                 (unsigned long long)r->nios);
-		for (uint64_t i = 0; i < r->nios; i++)
-			r->order[i] = i;
-		for (uint64_t i = r->nios - 1; i > 0; i--) { /* Fisher-Yates */
-			uint64_t j = xorshift64(&seed) % (i + 1), t = r->order[i];
-
-			r->order[i] = r->order[j];
-			r->order[j] = t;
-		}
 	}
 	ret = io_setup((int)r->qd + 1, &r->ctx); /* + the fdatasync request */
 	if (ret < 0)

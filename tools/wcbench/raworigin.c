@@ -15,10 +15,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rawaio.h"
 #include "wcadmin.h"
+#include "wctools.h"
 
 #define RAWORIGIN_FILL 0x5a
 #define RAWORIGIN_SEED 0x2545f4914f6cdd1dull /* rawaio's: the same permutation */
@@ -44,22 +44,6 @@ struct raworigin {
 	int err;
 	uint64_t err_off;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t xorshift64(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
 
 static void slot_done(struct wc_origin_io *io, ssize_t res)
 {
@@ -105,19 +89,9 @@ static int setup(struct raworigin *r, uint64_t bytes, bool sequential)
 	for (unsigned i = 0; i < r->qd; i++)
 		r->free[r->nfree++] = r->qd - 1 - i;
 	if (!sequential) {
-		uint64_t seed = RAWORIGIN_SEED;
-
-		r->order = malloc(r->nios * sizeof(*r->order));
+		r->order = wc_rawaio_permutation(r->nios, RAWORIGIN_SEED);
 		if (!r->order)
 			return wcadm_err(-ENOMEM, "raw origin %s: out of memory", r->name);
-		for (uint64_t i = 0; i < r->nios; i++)
-			r->order[i] = i;
-		for (uint64_t i = r->nios - 1; i > 0; i--) { /* Fisher-Yates */
-			uint64_t j = xorshift64(&seed) % (i + 1), t = r->order[i];
-
-			r->order[i] = r->order[j];
-			r->order[j] = t;
-		}
 	}
 	return 0;
 }
@@ -147,7 +121,7 @@ static int submit_next(struct raworigin *r)
 
 static int run(struct raworigin *r, double *seconds)
 {
-	double t0 = now_s();
+	double t0 = wct_now_ns();
 	int ret = 0;
 
 	while (!ret && !r->err && r->completed < r->nios) {
@@ -165,7 +139,7 @@ static int run(struct raworigin *r, double *seconds)
 		                    (unsigned long long)r->err_off);
 	if (!ret)
 		ret = wcadm_origin_flush(&r->o);
-	*seconds = now_s() - t0;
+	*seconds = (wct_now_ns() - t0) / 1e9;
 	return ret;
 }
 

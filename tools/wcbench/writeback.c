@@ -285,30 +285,10 @@ static int prepare_origin(struct bench *b)
 	return 0;
 }
 
-static uint64_t xorshift64(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 static int make_order(struct bench *b)
 {
-	uint64_t seed = 0x9e3779b97f4a7c15ull;
-
-	b->order = malloc(b->nblocks * sizeof(*b->order));
-	if (!b->order)
-		return -1;
-	for (uint64_t i = 0; i < b->nblocks; i++)
-		b->order[i] = i;
-	for (uint64_t i = b->nblocks - 1; i > 0; i--) { /* Fisher-Yates */
-		uint64_t j = xorshift64(&seed) % (i + 1), t = b->order[i];
-
-		b->order[i] = b->order[j];
-		b->order[j] = t;
-	}
-	return 0;
+	b->order = wc_rawaio_permutation(b->nblocks, 0x9e3779b97f4a7c15ull);
+	return b->order ? 0 : -1;
 }
 
 static uint64_t block_at(const struct bench *b, enum pattern p, uint64_t i)
@@ -474,7 +454,7 @@ static int verify_origin(struct bench *b)
 		return -1;
 	}
 	for (unsigned i = 0; i < WB_VERIFY_SAMPLES && !ret; i++) {
-		uint64_t off = xorshift64(&seed) % b->nblocks * b->o.block_size, got;
+		uint64_t off = wc_rawaio_xorshift64(&seed) % b->nblocks * b->o.block_size, got;
 
 		if (wcadm_origin_rw_sync(&o, WC_ORIGIN_READ, rd, b->o.block_size, off) != 0) {
 			fprintf(stderr, "wcbench writeback: verify: %s\n", wc_errmsg());
@@ -688,7 +668,7 @@ static int latency_phase(struct bench *b, bool busy, struct wcb_hist *h)
 	}
 	for (uint64_t i = 0; i < writes && !ret; i++) {
 		/* Random blocks outside the prefilled range: new allocations. */
-		uint64_t block = prefill + xorshift64(&seed) % (b->nblocks - prefill);
+		uint64_t block = prefill + wc_rawaio_xorshift64(&seed) % (b->nblocks - prefill);
 		double t0 = wct_now_ns();
 
 		ret = write_block(b, c, block);
