@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flush.c -- the flush engine for the tools (wcadmin.h): resolved persist
- * policies copied out, the CPU, the inputs of the process default, and the
+ * policies copied out, the inputs of the process default, and the
  * individual strategies `wcbench flush` times one by one.
  */
 #include <string.h>
@@ -24,19 +24,6 @@ void wcadm_persist_from(struct wcadm_persist *out, const struct wc_persist_polic
 void wcadm_persist_default(struct wcadm_persist *out)
 {
 	wcadm_persist_from(out, wc_persist_default());
-}
-
-void wcadm_cpu_get(struct wcadm_cpu *out)
-{
-	const struct wc_cpu *cpu = wc_cpu_get();
-
-	_Static_assert(sizeof(out->vendor) == sizeof(cpu->vendor), "vendor string");
-	out->features = cpu->features;
-	out->line_size = cpu->line_size;
-	memcpy(out->vendor, cpu->vendor, sizeof(out->vendor));
-	out->family = cpu->family;
-	out->model = cpu->model;
-	out->stepping = cpu->stepping;
 }
 
 void wcadm_flush_inputs(unsigned *features, int *flush_insn)

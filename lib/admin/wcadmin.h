@@ -273,15 +273,6 @@ static inline void wcadm_persist_drain(const struct wcadm_persist *p)
  * (the WC_PMEM_* environment included). */
 void wcadm_persist_default(struct wcadm_persist *out);
 
-/* The CPU as the engine detected it. */
-struct wcadm_cpu {
-	unsigned features;       /* WC_CPU_* usable */
-	unsigned line_size;      /* CLFLUSH line size, bytes */
-	char vendor[13];         /* "GenuineIntel", "" off x86 */
-	unsigned family, model, stepping;
-};
-void wcadm_cpu_get(struct wcadm_cpu *out);
-
 /* What the process default chooses from: the CPU's features less those
  * the WC_PMEM_* environment disables, and (flush_insn may be NULL) the
  * flush instruction of its cached path, WC_PMEM_CLWB or WC_PMEM_CLFLUSHOPT. */

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct wc_pmem_info;
 struct wc_stats;
 
 /* ---- sizes (wctools.c) ---------------------------------------------------- */
@@ -111,6 +112,9 @@ void wct_json_threshold(struct wct_json *j, const char *key, size_t t);
 /* A string literal, escaped; NULL is null.  For output that is not built
  * with the writer. */
 void wct_json_string(FILE *f, const char *s);
+/* The CPU the flush policy `in` was resolved on, as members of the open
+ * object: "vendor", "family", "model", "stepping", "line_size". */
+void wct_json_cpu(struct wct_json *j, const struct wc_pmem_info *in);
 /* The counters of wc_stats every stats file carries ("blocks" ..
  * "dram_bytes"), as members of the open object. */
 void wct_json_stats(struct wct_json *j, const struct wc_stats *st);

@@ -60,8 +60,13 @@ void wcb_text_calibration(FILE *f, const struct wcadm_calibration *cal)
 	fprintf(f, "(ratio = cached time / nt time: above 1, non-temporal stores are faster)\n");
 }
 
-void wcb_json_calibration(struct wct_json *j, const struct wcadm_calibration *cal)
+void wcb_json_calibration(struct wct_json *j, const struct wcadm_calibration *cal,
+                          const uint64_t *area)
 {
+	wct_json_str(j, "nt", cal->nt_name);
+	wct_json_str(j, "cached", cal->cached_name);
+	if (area)
+		wct_json_u64(j, "area_bytes", *area);
 	wct_json_u64(j, "rounds", cal->rounds);
 	wct_json_array(j, "points", true);
 	for (unsigned i = 0; i < cal->npoints; i++) {
@@ -112,11 +117,8 @@ int wcbench_calibrate(int argc, char **argv)
 	t0 = wct_now_ns();
 	ret = wc_pmem_calibrate(&quick);
 	quick_ms = (wct_now_ns() - t0) / 1e6;
-	if (ret) {
-		fprintf(stderr, "wcbench calibrate: %s\n", wc_errmsg());
-		return 1;
-	}
-	ret = wcadm_calibrate(&cal, features, flush_insn, rounds, bytes);
+	if (!ret)
+		ret = wcadm_calibrate(&cal, features, flush_insn, rounds, bytes);
 	if (ret) {
 		fprintf(stderr, "wcbench calibrate: %s\n", wc_errmsg());
 		return 1;
@@ -125,16 +127,12 @@ int wcbench_calibrate(int argc, char **argv)
 	if (json) {
 		struct wct_json j;
 
-		wct_json_init(&j, stdout);
-		wct_json_object(&j, NULL, true);
-		wct_json_str(&j, "tool", "wcbench calibrate");
+		wcb_json_head(&j, "wcbench calibrate");
 		wct_json_object(&j, "quick", false);
 		wct_json_threshold(&j, "threshold", quick);
 		wct_json_num(&j, "ms", "%.1f", quick_ms);
 		wct_json_end(&j);
-		wct_json_str(&j, "nt", cal.nt_name);
-		wct_json_str(&j, "cached", cal.cached_name);
-		wcb_json_calibration(&j, &cal);
+		wcb_json_calibration(&j, &cal, NULL);
 		wct_json_end(&j);
 		return 0;
 	}

@@ -26,10 +26,36 @@ static void print_record(const char *label, const struct wcadm_policy *pl)
 		       pl->max_size_kib, pl->elapsed_us / 1e3, pl->cpu);
 }
 
+static void print_json(const char *path, const struct wcadm_policy_run *r)
+{
+	struct wct_json j;
+
+	wcb_json_head(&j, "wcbench calibrate");
+	wct_json_str(&j, "cache", path);
+	wcb_json_calibration(&j, &r->cal, &r->area);
+	wct_json_bool(&j, "previous_record_valid", r->before.valid == 0);
+	wct_json_end(&j);
+}
+
+static void print_text(const char *path, const struct wcadm_policy_run *r)
+{
+	char s1[32], s2[32];
+
+	printf("cache %s: %llu blocks of %s; measured on %s of free blocks, copies up to one "
+	       "block\n", path, (unsigned long long)r->n_blocks,
+	       wct_size_str(s1, sizeof(s1), r->block_size), wct_size_str(s2, sizeof(s2), r->area));
+	printf("%s vs %s, best of %u rounds, %.0f ms\n", r->cal.nt_name, r->cal.cached_name,
+	       r->cal.rounds, r->cal.elapsed_ms);
+	wcb_text_calibration(stdout, &r->cal);
+	printf("\n");
+	print_record("before", &r->before);
+	print_record("recorded", &r->now);
+	printf("wc_open on this CPU now uses the record (wcctl status shows it)\n");
+}
+
 int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json)
 {
 	struct wcadm_policy_run r;
-	char s1[32], s2[32];
 
 	if (wct_pmem_emulate() && !json)
 		fprintf(stderr, "wcbench calibrate: " WCT_PMEM_EMULATE_NOTE "\n");
@@ -37,28 +63,6 @@ int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json)
 		fprintf(stderr, "wcbench calibrate: %s\n", wc_errmsg());
 		return 1;
 	}
-	if (json) {
-		struct wct_json j;
-
-		wcb_json_head(&j, "wcbench calibrate");
-		wct_json_str(&j, "cache", path);
-		wct_json_str(&j, "nt", r.cal.nt_name);
-		wct_json_str(&j, "cached", r.cal.cached_name);
-		wct_json_u64(&j, "area_bytes", r.area);
-		wcb_json_calibration(&j, &r.cal);
-		wct_json_bool(&j, "previous_record_valid", r.before.valid == 0);
-		wct_json_end(&j);
-		return 0;
-	}
-	printf("cache %s: %llu blocks of %s; measured on %s of free blocks, copies up to one "
-	       "block\n", path, (unsigned long long)r.n_blocks,
-	       wct_size_str(s1, sizeof(s1), r.block_size), wct_size_str(s2, sizeof(s2), r.area));
-	printf("%s vs %s, best of %u rounds, %.0f ms\n", r.cal.nt_name, r.cal.cached_name,
-	       r.cal.rounds, r.cal.elapsed_ms);
-	wcb_text_calibration(stdout, &r.cal);
-	printf("\n");
-	print_record("before", &r.before);
-	print_record("recorded", &r.now);
-	printf("wc_open on this CPU now uses the record (wcctl status shows it)\n");
+	(json ? print_json : print_text)(path, &r);
 	return 0;
 }

@@ -296,9 +296,7 @@ static void report(const struct recover_bench *b)
 	if (b->json) {
 		struct wct_json j;
 
-		wct_json_init(&j, stdout);
-		wct_json_object(&j, NULL, true);
-		wct_json_str(&j, "tool", "wcbench recover");
+		wcb_json_head(&j, "wcbench recover");
 		wct_json_u64(&j, "blocks", b->blocks);
 		wct_json_u64(&j, "block_size", b->bs);
 		wct_json_u64(&j, "cache_bytes", b->cache_size);

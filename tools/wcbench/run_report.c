@@ -179,9 +179,7 @@ void run_report_json(const struct run_ctx *x)
 	const struct wc_config *cc = &x->cfg;
 	struct wct_json j;
 
-	wct_json_init(&j, stdout);
-	wct_json_object(&j, NULL, true);
-	wct_json_str(&j, "tool", "wcbench run");
+	wcb_json_head(&j, "wcbench run");
 	wct_json_str(&j, "workload", run_workload_name(o->wl));
 	wct_json_u64(&j, "read_pct", o->wl == WL_RANDRW ? o->read_pct : o->wl == WL_RANDREAD ? 100 : 0);
 	wct_json_u64(&j, "bs", o->bs);

@@ -21,9 +21,11 @@ int wcbench_calibrate(int argc, char **argv);
 int wcbench_run(int argc, char **argv);
 int wcbench_recover(int argc, char **argv);
 int wcbench_writeback(int argc, char **argv);
-/* calibrate.c: the measurement's JSON members "rounds" .. "ms". */
+/* calibrate.c: the measurement's JSON members "nt", "cached", "area_bytes"
+ * (the bytes measured on, if `area` is not NULL), "rounds" .. "ms". */
 struct wcadm_calibration;
-void wcb_json_calibration(struct wct_json *j, const struct wcadm_calibration *cal);
+void wcb_json_calibration(struct wct_json *j, const struct wcadm_calibration *cal,
+                          const uint64_t *area);
 /* calibrate.c: the measurement as a text table, one line per size. */
 void wcb_text_calibration(FILE *f, const struct wcadm_calibration *cal);
 /* calibrate_cache.c: `wcbench calibrate --cache PATH` */

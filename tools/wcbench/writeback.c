@@ -767,6 +767,14 @@ static void print_text(const struct bench *b)
 	}
 }
 
+/* The three bandwidths of a pattern or of one run, MB/s. */
+static void json_mbps(struct wct_json *j, double raw, double drain, double total)
+{
+	wct_json_num(j, "raw_mbps", "%.1f", raw);
+	wct_json_num(j, "drain_mbps", "%.1f", drain);
+	wct_json_num(j, "total_mbps", "%.1f", total);
+}
+
 static void print_json(const struct bench *b)
 {
 	const struct wcb_hist *idle = &b->lat.idle, *busy = &b->lat.busy;
@@ -796,9 +804,7 @@ static void print_json(const struct bench *b)
 			continue;
 		wct_json_object(&j, NULL, false);
 		wct_json_str(&j, "pattern", pattern_name[p]);
-		wct_json_num(&j, "raw_mbps", "%.1f", r->raw);
-		wct_json_num(&j, "drain_mbps", "%.1f", r->drain);
-		wct_json_num(&j, "total_mbps", "%.1f", r->total);
+		json_mbps(&j, r->raw, r->drain, r->total);
 		wct_json_num(&j, "drain_ratio", "%.3f", r->drain_ratio);
 		if (b->o.raw_flush_every) {
 			wct_json_num(&j, "raw_flushing_mbps", "%.1f", r->rawfl);
@@ -814,9 +820,7 @@ static void print_json(const struct bench *b)
 			const struct sample *sm = &r->s[i];
 
 			wct_json_object(&j, NULL, false);
-			wct_json_num(&j, "raw_mbps", "%.1f", sm->raw_mbps);
-			wct_json_num(&j, "drain_mbps", "%.1f", sm->drain_mbps);
-			wct_json_num(&j, "total_mbps", "%.1f", sm->total_mbps);
+			json_mbps(&j, sm->raw_mbps, sm->drain_mbps, sm->total_mbps);
 			wct_json_num(&j, "fill_s", "%.4f", sm->fill_s);
 			wct_json_num(&j, "drain_s", "%.4f", sm->drain_s);
 			wct_json_u64(&j, "drain_bytes", sm->drain_bytes);

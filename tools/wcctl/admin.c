@@ -225,10 +225,7 @@ static void status_json(const struct status_view *v)
 		wct_json_null(&j, "commit_at_open");
 	wct_json_object(&j, "flush_policy", false);
 	wct_json_str(&j, "source", v->pmem_source);
-	wct_json_threshold(&j, "threshold", v->pmem.threshold);
-	wct_json_str(&j, "small", v->pmem.small_strategy);
-	wct_json_str(&j, "large", v->pmem.large_strategy);
-	wct_json_str(&j, "reason", v->pmem.reason);
+	wcctl_json_policy(&j, &v->pmem);
 	wct_json_u64(&j, "line_size", v->pmem.line_size);
 	wct_json_end(&j);
 	wct_json_end(&j);

@@ -147,17 +147,10 @@ int wcctl_calibrate(int argc, char **argv)
 		wct_json_threshold(&j, "measured_threshold", measured);
 		wct_json_num(&j, "measure_ms", "%.1f", ms);
 		wct_json_object(&j, "in_force", false);
-		wct_json_threshold(&j, "threshold", info.threshold);
-		wct_json_str(&j, "small", info.small_strategy);
-		wct_json_str(&j, "large", info.large_strategy);
-		wct_json_str(&j, "reason", info.reason);
+		wcctl_json_policy(&j, &info);
 		wct_json_end(&j);
 		wct_json_object(&j, "cpu", false);
-		wct_json_str(&j, "vendor", info.vendor);
-		wct_json_u64(&j, "family", info.family);
-		wct_json_u64(&j, "model", info.model);
-		wct_json_u64(&j, "stepping", info.stepping);
-		wct_json_u64(&j, "line_size", info.line_size);
+		wct_json_cpu(&j, &info);
 		wct_json_str(&j, "features", flags);
 		wct_json_end(&j);
 		if (cache) {

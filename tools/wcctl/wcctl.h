@@ -62,6 +62,9 @@ void wcctl_json_commit(struct wct_json *j, const char *key, const struct wcadm_i
 const char *wcctl_uuid_str(char *buf, size_t len, const uint8_t uuid[16]);
 /* "2024-05-01 12:00:00 UTC" */
 const char *wcctl_time_str(char *buf, size_t len, uint64_t epoch_s);
+/* A flush policy's "threshold" (null: non-temporal at every size), "small",
+ * "large" and "reason", as members of the open JSON object. */
+void wcctl_json_policy(struct wct_json *j, const struct wc_pmem_info *in);
 /* A config from --options (and --size, NULL = none); `for_open` leaves the
  * block size to the superblock.  Prints the error and returns WCCTL_USAGE
  * on a bad string, else WCCTL_OK. */
