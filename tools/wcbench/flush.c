@@ -266,7 +266,7 @@ static double sample(struct bench *b, const struct column *c, size_t size, unsig
 	switch (c->kind) {
 	case COL_POLICY:
 		/* What an application calls: the public functions, with their
-		 * dispatch.  `p` is the policy they use (wc_persist_default). */
+		 * dispatch.  `p` is the policy they use (wcadm_persist_default). */
 		for (i = 1; i <= copies; i++) {
 			wc_pmem_memcpy(next_dst(b, size), b->source, size);
 			if (i % batch == 0 || i == copies)

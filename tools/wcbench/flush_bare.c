@@ -5,7 +5,7 @@
  * handling, no observer), the least any engine of that width can do.  They
  * need a 64-byte aligned destination and a multiple of 64 bytes, which is
  * what `wcbench flush` copies unless --dst-offset is given.  Not part of the
- * library: the engine's own loops are in lib/flush/nt_*.c.
+ * library: the engine's own loops are in lib/flush/x86_64/nt_*.c.
  */
 #include <immintrin.h>
 #include <string.h>

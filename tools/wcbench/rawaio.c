@@ -2,7 +2,7 @@
 /*
  * rawaio.c -- raw libaio write bandwidth of a file or device (see rawaio.h).
  *
- * Deliberately independent of lib/origin_aio.c: a baseline that shared the
+ * Deliberately independent of lib/origin/aio.c: a baseline that shared the
  * backend's code would share its mistakes.  The loop keeps `qd` requests in
  * flight, refilling every slot as soon as its completion is reaped, and
  * submits refills in one io_submit per reap (as fio's libaio engine does

@@ -9,7 +9,7 @@
  * point above the floor.
  *
  * What counts as damage is what makes recovery refuse, or what the commit
- * protocol can never produce: a superblock wc_sb_validate rejects, a
+ * protocol can never produce: a superblock wc_open's validation rejects, a
  * committed entry beyond the origin, two committed entries with one origin
  * block and one seq.  Uncommitted entries and torn or mismatching records
  * are not damage: a crash between a write and its commit leaves them, and

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * set_origin.c -- `wcctl set-origin`: bind a cache to an origin other than
- * the one it records (lib/bind.c).
+ * the one it records (lib/core/bind.c).
  *
  * A clean cache holds nothing of its origin, so binding it to another is
  * safe and done at once.  A dirty cache holds blocks that write-back will
