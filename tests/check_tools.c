@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_tools.c -- the pieces every tool relies on for what users type and
- * read: the size grammar (lib/size.c, also wc_config_parse's), the option
- * table (tools/common) and the JSON writer.
+ * read: the size grammar (lib/util/size.c, also wc_config_parse's), the
+ * option table (tools/common) and the JSON writer; and the admin interface
+ * the tools reach the library through (lib/admin/wcadmin.h).
  */
 #include <check.h>
 #include <errno.h>
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin/wcadmin.h"
+#include "cachetest.h"
 #include "util/size.h"
 #include "testmain.h"
 #include "wcache.h"
@@ -228,12 +231,161 @@ START_TEST(json_writer)
 }
 END_TEST
 
+/* ---- the admin interface -------------------------------------------------- */
+
+#define ADM_BS 4096u
+
+/* A cache of `cache_bytes` in front of a 16 MiB origin, with blocks 0..n-1
+ * written and committed; open (returned) or closed (NULL). */
+static wc_cache *admin_cache(char *cache, char *origin, size_t len, const char *tag,
+                             uint64_t cache_bytes, unsigned n, bool keep_open)
+{
+	char name[64], *buf = aligned_alloc(4096, ADM_BS);
+	struct wc_config cfg;
+	wc_cache *c;
+
+	ck_assert_ptr_nonnull(buf);
+	snprintf(name, sizeof(name), "%s.origin", tag);
+	ct_make_file(origin, len, name, 16u << 20);
+	snprintf(name, sizeof(name), "%s.cache", tag);
+	wc_test_path(cache, len, name);
+	unlink(cache);
+	wc_config_init(&cfg);
+	cfg.cache_size = cache_bytes;
+	cfg.block_size = ADM_BS;
+	cfg.no_threads = true;
+	ck_assert_msg(wc_create(&c, cache, origin, &cfg) == 0, "wc_create: %s", wc_errmsg());
+	for (unsigned i = 0; i < n; i++) {
+		ct_fill_block(buf, ADM_BS, i, 1);
+		ck_assert_int_eq(wc_write(c, buf, ADM_BS, (uint64_t)i * ADM_BS, 0), ADM_BS);
+	}
+	ck_assert_int_eq(wc_flush(c), 0);
+	free(buf);
+	if (keep_open)
+		return c;
+	ck_assert_int_eq(wc_close(c), 0);
+	return NULL;
+}
+
+/* What wcctl check, dump and status read: the image as recovery sees it. */
+START_TEST(admin_image_of_a_cache)
+{
+	char cache[PATH_MAX], origin[PATH_MAX];
+	struct wcadm_image img;
+	struct wcadm_policy pl;
+
+	admin_cache(cache, origin, sizeof(cache), "image", 8u << 20, 3, false);
+	ck_assert_msg(wcadm_image_open(&img, cache) == 0, "%s", wc_errmsg());
+	ck_assert(img.sb_ok && !img.live && img.fd >= 0);
+	ck_assert_uint_eq(img.sb.version, WCADM_FORMAT_VERSION);
+	ck_assert_uint_eq(img.sb.block_size, ADM_BS);
+	ck_assert_uint_eq(img.layout.n_blocks, img.sb.n_blocks);
+	ck_assert_uint_le(img.layout.bytes_used, img.file_size);
+	ck_assert_int_ge(img.oid_slot, 0);
+	ck_assert_str_eq(img.oid.name, origin);
+	ck_assert_uint_eq(wcadm_image_origin_size(&img), 16u << 20);
+	ck_assert(!wcadm_image_identity_damaged(&img));
+	ck_assert_uint_eq(wcadm_entry_offset(&img, 1), img.layout.entries_offset + 16);
+	ck_assert_msg(wcadm_image_classify(&img) == 0, "%s", wc_errmsg());
+	ck_assert(img.cp_ok && img.cp_seq > 0 && img.cp_seq >= img.cp_floor);
+	ck_assert_uint_eq(img.n_committed, 3);
+	ck_assert_uint_eq(img.n_free, img.layout.n_blocks - 3);
+	ck_assert_uint_eq(img.n_uncommitted + img.n_outside + img.n_duplicate, 0);
+	for (uint64_t i = 0; i < img.layout.n_blocks; i++)
+		if (img.info[i].state == WCADM_COMMITTED)
+			ck_assert_uint_lt(img.entries[i].origin_block, 3);
+	/* wc_create measured on the free blocks when the mapping flushes. */
+	ck_assert_int_eq(wcadm_image_policy(&img, &pl), 0);
+	ck_assert(pl.valid == 0 || pl.valid == -ENODATA);
+	if (pl.valid == 0)
+		ck_assert(pl.matches && pl.result[0] && pl.cpu[0]);
+	wcadm_image_close(&img);
+	ck_assert_int_eq(img.fd, -1);
+	ck_assert_uint_eq(img.n_committed, 3); /* the values outlive the close */
+}
+END_TEST
+
+START_TEST(admin_image_refuses_what_is_no_cache)
+{
+	char path[PATH_MAX];
+	struct wcadm_image img;
+
+	ct_make_file(path, sizeof(path), "zeros", 1u << 20);
+	ck_assert_int_eq(wcadm_image_open(&img, path), -ENODATA);
+	ck_assert(img.fd >= 0 && !img.sb_ok);
+	ck_assert_int_eq(wcadm_image_commit(&img), -EINVAL);
+	wcadm_image_close(&img);
+	wc_test_path(path, sizeof(path), "absent");
+	ck_assert_int_eq(wcadm_image_open(&img, path), -ENOENT);
+	ck_assert_int_eq(img.fd, -1);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "absent"));
+	wcadm_image_close(&img);
+}
+END_TEST
+
+/* What wcbench run's floor shares with the cache it measures. */
+START_TEST(admin_open_cache)
+{
+	char cache[PATH_MAX], origin[PATH_MAX];
+	wc_cache *c = admin_cache(cache, origin, sizeof(cache), "open", 8u << 20, 1, true);
+	struct wcadm_persist p;
+	struct wc_config cfg;
+	struct wc_stats st;
+	void *base;
+	size_t len;
+
+	ck_assert_int_eq(wc_get_stats(c, &st), 0);
+	ck_assert_uint_eq(wcadm_cache_blocks(c), st.blocks);
+	wcadm_cache_config(c, &cfg);
+	ck_assert_uint_eq(cfg.block_size, ADM_BS);
+	ck_assert(cfg.no_threads && cfg.autocommit_blocks > 0);
+	wcadm_cache_mapping(c, &base, &len);
+	ck_assert(base != NULL && len >= st.blocks * ADM_BS);
+	wcadm_cache_persist(c, &p);
+	ck_assert(p.copy_small && p.copy_large && p.set_small && p.set_large && p.flush && p.drain);
+	ck_assert_uint_eq(p.info.threshold, st.pmem.threshold);
+	ck_assert_str_eq(p.info.small_strategy, st.pmem.small_strategy);
+	ck_assert_str_eq(p.info.large_strategy, st.pmem.large_strategy);
+	ck_assert_int_eq(wc_close(c), 0);
+}
+END_TEST
+
+START_TEST(admin_engine_and_layout)
+{
+	struct wcadm_strategy s[8], best;
+	struct wcadm_persist def;
+	struct wc_pmem_info info;
+	unsigned features, n;
+	uint64_t bytes = 0;
+	int insn;
+
+	ck_assert_int_eq(wcadm_layout_bytes(1000, ADM_BS, &bytes), 0);
+	ck_assert_uint_ge(bytes, 1000ull * ADM_BS + 4096 + 1000 * 16);
+	ck_assert_int_eq(wcadm_layout_bytes(1000, 1000, &bytes), -EINVAL);
+	ck_assert_uint_eq(wcadm_record_offset(1), wcadm_record_offset(0) + 64);
+
+	wcadm_flush_inputs(&features, &insn);
+	ck_assert(insn == WC_PMEM_CLFLUSHOPT || insn == WC_PMEM_CLWB);
+	n = wcadm_strategies(features, s, 8);
+	for (unsigned i = 0; i < n; i++)
+		ck_assert(s[i].copy && s[i].nt == (strncmp(s[i].name, "nt-", 3) == 0));
+	ck_assert(wcadm_strategies(features, s, 1) <= 1);
+	if (wcadm_strategy_best_nt(features, &best))
+		ck_assert(best.copy && best.name[0]);
+	wcadm_persist_default(&def);
+	wc_pmem_info(&info);
+	ck_assert_uint_eq(def.info.threshold, info.threshold);
+	ck_assert_str_eq(def.info.small_strategy, info.small_strategy);
+}
+END_TEST
+
 static Suite *tools_suite(void)
 {
 	Suite *s = suite_create("tools");
 	TCase *size = tcase_create("size");
 	TCase *opts = tcase_create("options");
 	TCase *json = tcase_create("json");
+	TCase *admin = tcase_create("admin");
 
 	tcase_add_test(size, size_accepts_the_grammar);
 	tcase_add_test(size, size_rejects_junk_signs_and_overflow);
@@ -244,6 +396,11 @@ static Suite *tools_suite(void)
 	suite_add_tcase(s, opts);
 	tcase_add_test(json, json_writer);
 	suite_add_tcase(s, json);
+	tcase_add_test(admin, admin_image_of_a_cache);
+	tcase_add_test(admin, admin_image_refuses_what_is_no_cache);
+	tcase_add_test(admin, admin_open_cache);
+	tcase_add_test(admin, admin_engine_and_layout);
+	suite_add_tcase(s, admin);
 	return s;
 }
 

@@ -32,7 +32,14 @@ allowed flush "util/[a-z_0-9]+\.h|flush/[a-z_0-9/]+\.h|$own"
 allowed origin "util/[a-z_0-9]+\.h|origin/[a-z_0-9]+\.h|$own"
 allowed core "util/[a-z_0-9]+\.h|flush/flush\.h|flush/engine\.h|origin/[a-z_0-9]+\.h|core/[a-z_0-9]+\.h|$own"
 allowed writeback "util/[a-z_0-9]+\.h|flush/flush\.h|origin/origin\.h|core/[a-z_0-9]+\.h|writeback/[a-z_0-9]+\.h|$own"
+allowed admin "util/[a-z_0-9]+\.h|flush/[a-z_0-9]+\.h|origin/[a-z_0-9]+\.h|core/[a-z_0-9]+\.h|admin/internal\.h|wcadmin\.h|$own"
 allowed api "util/[a-z_0-9]+\.h|flush/[a-z_0-9]+\.h|origin/[a-z_0-9]+\.h|core/[a-z_0-9]+\.h|writeback/writeback\.h|api/[a-z_0-9]+\.h|abi\.h|$own"
+
+# The admin interface stands alone: the tools build against it with no
+# library folder on their include path.
+bad=$(includes lib/admin/wcadmin.h | awk -F'\t' '$2 != "wcache.h"')
+if [ -z "$bad" ]; then ok "lib/admin/wcadmin.h includes only wcache.h"; else
+	not_ok "lib/admin/wcadmin.h includes library headers"; echo "$bad" | sed 's/^/#   /'; fi
 
 # Only the public header's glue lives at lib/'s top; the rest in modules.
 stray=$(ls lib/*.c 2>/dev/null | grep -v '^lib/abi\.c$')

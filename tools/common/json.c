@@ -137,6 +137,15 @@ void wct_json_threshold(struct wct_json *j, const char *key, size_t t)
 		wct_json_u64(j, key, t);
 }
 
+void wct_json_cpu(struct wct_json *j, const struct wc_pmem_info *in)
+{
+	wct_json_str(j, "vendor", in->vendor);
+	wct_json_u64(j, "family", in->family);
+	wct_json_u64(j, "model", in->model);
+	wct_json_u64(j, "stepping", in->stepping);
+	wct_json_u64(j, "line_size", in->line_size);
+}
+
 void wct_json_stats(struct wct_json *j, const struct wc_stats *st)
 {
 #define STAT(name) wct_json_u64(j, #name, st->name)

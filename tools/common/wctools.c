@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/size.h"
+#include "wcadmin.h"
 #include "wctools.h"
 
 /* ---- sizes --------------------------------------------------------------- */
@@ -24,7 +24,7 @@ int wct_parse_size(const char *cmd, const char *name, const char *arg, uint64_t 
 	char lo[32], hi[32];
 	uint64_t v;
 
-	if (wc_size_parse(arg, &v, &why) != 0) {
+	if (wcadm_size_parse(arg, &v, &why) != 0) {
 		fprintf(stderr, "%s: --%s %s: %s\n", cmd, name, arg, why);
 		return -1;
 	}
@@ -60,7 +60,7 @@ int wct_parse_uint(const char *cmd, const char *name, const char *arg, uint64_t 
 
 const char *wct_size_str(char *buf, size_t len, uint64_t bytes)
 {
-	return wc_size_format(buf, len, bytes);
+	return wcadm_size_format(buf, len, bytes);
 }
 
 /* ---- options ------------------------------------------------------------- */

@@ -3,8 +3,8 @@
  * wctools.h -- what wcbench, wcctl, the fio engine and the nbdkit plugin
  * share, so that each grammar, each JSON rule and each message exists once.
  *
- *   sizes      the library's grammar (lib/size.h) with a message that names
- *              the option
+ *   sizes      the library's grammar (wcadm_size_parse) with a message that
+ *              names the option
  *   options    a table per subcommand instead of a getopt_long switch
  *   JSON       one writer: escaping, null and numbers done in one place
  *   scratch    files a benchmark creates and must not leave behind
@@ -12,7 +12,8 @@
  *   pmem       the emulated-pmem setup (PMEM2_FORCE_GRANULARITY)
  *
  * json.c needs only the public wcache.h, so the plugins compile it alone;
- * the rest links against the library's internals (libwcache-core).
+ * the rest uses the admin interface (lib/admin/wcadmin.h) and links
+ * libwcache-core.  This header includes neither.
  */
 #ifndef WCTOOLS_H
 #define WCTOOLS_H
@@ -22,11 +23,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct wc_pmem_info;
 struct wc_stats;
 
 /* ---- sizes (wctools.c) ---------------------------------------------------- */
 
-/* Parse `arg` with the one size grammar (lib/size.h) into *out, within
+/* Parse `arg` with the one size grammar (wcadm_size_parse) into *out, within
  * [min, max].  On error prints "<cmd>: --<name> <arg>: <why>" and returns
  * -1. */
 int wct_parse_size(const char *cmd, const char *name, const char *arg, uint64_t min,
@@ -110,6 +112,9 @@ void wct_json_threshold(struct wct_json *j, const char *key, size_t t);
 /* A string literal, escaped; NULL is null.  For output that is not built
  * with the writer. */
 void wct_json_string(FILE *f, const char *s);
+/* The CPU the flush policy `in` was resolved on, as members of the open
+ * object: "vendor", "family", "model", "stepping", "line_size". */
+void wct_json_cpu(struct wct_json *j, const struct wc_pmem_info *in);
 /* The counters of wc_stats every stats file carries ("blocks" ..
  * "dram_bytes"), as members of the open object. */
 void wct_json_stats(struct wct_json *j, const struct wc_stats *st);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flush/engine.h"
+#include "wcadmin.h"
 #include "wcbench.h"
 
 static void usage(FILE *f)
@@ -43,14 +43,14 @@ static const char *threshold_str(char *buf, size_t len, size_t t)
 	return buf;
 }
 
-void wcb_text_calibration(FILE *f, const struct wc_calibration *cal)
+void wcb_text_calibration(FILE *f, const struct wcadm_calibration *cal)
 {
 	char sz[32];
 
 	fprintf(f, "%-9s %12s %12s %8s   %12s %12s %8s\n", "size", "nt fenced", "cached", "ratio",
 	        "nt batched", "cached", "ratio");
 	for (unsigned i = 0; i < cal->npoints; i++) {
-		const struct wc_calibration_point *pt = &cal->pt[i];
+		const struct wcadm_calibration_point *pt = &cal->pt[i];
 
 		fprintf(f, "%-9s %10.0fns %10.0fns %8.2f   %10.0fns %10.0fns %8.2f\n",
 		        wct_size_str(sz, sizeof(sz), pt->size), pt->nt_fenced, pt->cached_fenced,
@@ -60,12 +60,17 @@ void wcb_text_calibration(FILE *f, const struct wc_calibration *cal)
 	fprintf(f, "(ratio = cached time / nt time: above 1, non-temporal stores are faster)\n");
 }
 
-void wcb_json_calibration(struct wct_json *j, const struct wc_calibration *cal)
+void wcb_json_calibration(struct wct_json *j, const struct wcadm_calibration *cal,
+                          const uint64_t *area)
 {
+	wct_json_str(j, "nt", cal->nt_name);
+	wct_json_str(j, "cached", cal->cached_name);
+	if (area)
+		wct_json_u64(j, "area_bytes", *area);
 	wct_json_u64(j, "rounds", cal->rounds);
 	wct_json_array(j, "points", true);
 	for (unsigned i = 0; i < cal->npoints; i++) {
-		const struct wc_calibration_point *pt = &cal->pt[i];
+		const struct wcadm_calibration_point *pt = &cal->pt[i];
 
 		wct_json_object(j, NULL, false);
 		wct_json_u64(j, "size", pt->size);
@@ -82,16 +87,12 @@ void wcb_json_calibration(struct wct_json *j, const struct wc_calibration *cal)
 
 int wcbench_calibrate(int argc, char **argv)
 {
-	const struct wc_pmem_env *env = wc_pmem_env_get();
-	const struct wc_persist_policy *p = wc_persist_default();
-	unsigned features = wc_cpu_get()->features & ~env->cfg.disable;
-	int flush_insn = strcmp(p->line.large_strategy, "cached+clwb") == 0 ||
-	                 env->cfg.flush_insn == WC_PMEM_CLWB ? WC_PMEM_CLWB : WC_PMEM_CLFLUSHOPT;
-	unsigned rounds = 9;
+	unsigned features, rounds = 9;
+	int flush_insn;
 	uint64_t bytes = 1u << 20;
 	bool json = false;
 	const char *cache = NULL;
-	struct wc_calibration cal;
+	struct wcadm_calibration cal;
 	size_t quick;
 	double t0, quick_ms;
 	char buf[64], s1[32];
@@ -105,6 +106,8 @@ int wcbench_calibrate(int argc, char **argv)
 		WCT_OPT_END,
 	};
 
+	/* The default policy's inputs, resolved before anything is measured. */
+	wcadm_flush_inputs(&features, &flush_insn);
 	ret = wct_opts_parse("wcbench calibrate", opts, argc, argv, usage, false);
 	if (ret)
 		return ret;
@@ -114,11 +117,8 @@ int wcbench_calibrate(int argc, char **argv)
 	t0 = wct_now_ns();
 	ret = wc_pmem_calibrate(&quick);
 	quick_ms = (wct_now_ns() - t0) / 1e6;
-	if (ret) {
-		fprintf(stderr, "wcbench calibrate: %s\n", wc_errmsg());
-		return 1;
-	}
-	ret = wc_calibrate_run(&cal, features, flush_insn, rounds, bytes, 0);
+	if (!ret)
+		ret = wcadm_calibrate(&cal, features, flush_insn, rounds, bytes);
 	if (ret) {
 		fprintf(stderr, "wcbench calibrate: %s\n", wc_errmsg());
 		return 1;
@@ -127,16 +127,12 @@ int wcbench_calibrate(int argc, char **argv)
 	if (json) {
 		struct wct_json j;
 
-		wct_json_init(&j, stdout);
-		wct_json_object(&j, NULL, true);
-		wct_json_str(&j, "tool", "wcbench calibrate");
+		wcb_json_head(&j, "wcbench calibrate");
 		wct_json_object(&j, "quick", false);
 		wct_json_threshold(&j, "threshold", quick);
 		wct_json_num(&j, "ms", "%.1f", quick_ms);
 		wct_json_end(&j);
-		wct_json_str(&j, "nt", cal.nt_name);
-		wct_json_str(&j, "cached", cal.cached_name);
-		wcb_json_calibration(&j, &cal);
+		wcb_json_calibration(&j, &cal, NULL);
 		wct_json_end(&j);
 		return 0;
 	}

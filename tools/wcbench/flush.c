@@ -129,8 +129,8 @@ static void make_sizes(struct bench *b)
 	}
 }
 
-static void add_column(struct bench *b, const char *name, enum col_kind kind, wc_copy_fn copy,
-                       bool single)
+static void add_column(struct bench *b, const char *name, enum col_kind kind,
+                       wcadm_copy_fn copy, bool single)
 {
 	for (unsigned i = 0; i < b->ncols; i++)
 		if (strcmp(b->col[i].name, name) == 0)
@@ -141,34 +141,25 @@ static void add_column(struct bench *b, const char *name, enum col_kind kind, wc
 static void make_columns(struct bench *b)
 {
 	/* The strategies the policy may choose from: WC_PMEM_NO_* hides some. */
-	unsigned features = wc_cpu_get()->features & ~wc_pmem_env_get()->cfg.disable;
-	const struct wc_strategy *s;
+	struct wcadm_strategy s, usable[8];
+	unsigned features, n;
 
+	wcadm_flush_inputs(&features, NULL);
+	n = wcadm_strategies(features, usable, sizeof(usable) / sizeof(usable[0]));
 	add_column(b, "policy", COL_POLICY, NULL, false);
-	s = wc_strategy_get(wc_strategy_best_nt(features));
-	if (s)
-		add_column(b, s->name, COL_STRATEGY, s->copy, true);
-	if (s && b->dst_offset == 0 && b->min >= 64) {
+	if (wcadm_strategy_best_nt(features, &s)) {
 		const char *bare_name;
-		wc_copy_fn bare = flushbench_bare_loop(s->name, &bare_name);
+		wcadm_copy_fn bare = flushbench_bare_loop(s.name, &bare_name);
 
-		if (bare)
+		add_column(b, s.name, COL_STRATEGY, s.copy, true);
+		if (bare && b->dst_offset == 0 && b->min >= 64)
 			add_column(b, bare_name, COL_BARE, bare, false);
 	}
-	if (b->all_nt)
-		for (int id = WC_STRAT_NT_MOVNTI; id <= WC_STRAT_NT_AVX512; id++)
-			if (wc_strategy_usable((enum wc_strategy_id)id, features))
-				add_column(b, wc_strategy_get((enum wc_strategy_id)id)->name,
-				           COL_STRATEGY, wc_strategy_get((enum wc_strategy_id)id)->copy,
-				           true);
-	if (wc_strategy_usable(WC_STRAT_CACHED_CLFLUSHOPT, features)) {
-		s = wc_strategy_get(WC_STRAT_CACHED_CLFLUSHOPT);
-		add_column(b, s->name, COL_STRATEGY, s->copy, true);
-	}
-	if (wc_strategy_usable(WC_STRAT_CACHED_CLWB, features)) {
-		s = wc_strategy_get(WC_STRAT_CACHED_CLWB);
-		add_column(b, s->name, COL_STRATEGY, s->copy, true);
-	}
+	/* Every non-temporal width with --all-nt, then the cached ones. */
+	for (unsigned pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < n; i++)
+			if (pass ? !usable[i].nt : usable[i].nt && b->all_nt)
+				add_column(b, usable[i].name, COL_STRATEGY, usable[i].copy, true);
 	add_column(b, "pmem2", COL_PMEM2, NULL, false);
 	add_column(b, "memcpy", COL_MEMCPY, NULL, false);
 }
@@ -267,7 +258,7 @@ static char *next_dst(struct bench *b, size_t size)
 static double sample(struct bench *b, const struct column *c, size_t size, unsigned copies,
                      unsigned batch)
 {
-	const struct wc_persist_policy *p = b->policy;
+	const struct wcadm_persist *p = &b->policy;
 	size_t start_pos = b->pos;
 	double t0 = wct_now_ns(), t1;
 	unsigned i;
@@ -275,7 +266,7 @@ static double sample(struct bench *b, const struct column *c, size_t size, unsig
 	switch (c->kind) {
 	case COL_POLICY:
 		/* What an application calls: the public functions, with their
-		 * dispatch.  `p` is the policy they use (wc_persist_default). */
+		 * dispatch.  `p` is the policy they use (wcadm_persist_default). */
 		for (i = 1; i <= copies; i++) {
 			wc_pmem_memcpy(next_dst(b, size), b->source, size);
 			if (i % batch == 0 || i == copies)
@@ -495,7 +486,7 @@ int wcbench_flush(int argc, char **argv)
 		free(b);
 		return ret;
 	}
-	b->policy = wc_persist_default();
+	wcadm_persist_default(&b->policy);
 	make_sizes(b);
 	make_columns(b);
 	if (map_destination(b) != 0)
@@ -510,8 +501,8 @@ int wcbench_flush(int argc, char **argv)
 	for (uint64_t i = 0; i < b->max; i++)
 		b->source[i] = (char)(i * 167 + 13);
 	/* Fault in every page of the destination before timing anything. */
-	wc_persist_set(b->policy, b->dst, 0, b->region);
-	wc_persist_drain(b->policy);
+	wcadm_persist_set(&b->policy, b->dst, 0, b->region);
+	wcadm_persist_drain(&b->policy);
 
 	measure(b);
 	if (b->json)

@@ -5,9 +5,10 @@
  * handling, no observer), the least any engine of that width can do.  They
  * need a 64-byte aligned destination and a multiple of 64 bytes, which is
  * what `wcbench flush` copies unless --dst-offset is given.  Not part of the
- * library: the engine's own loops are in lib/flush/nt_*.c.
+ * library: the engine's own loops are in lib/flush/x86_64/nt_*.c.
  */
 #include <immintrin.h>
+#include <string.h>
 
 #include "flushbench.h"
 
@@ -46,7 +47,7 @@ __attribute__((target("sse2"))) static void bare_sse2(void *dst, const void *src
 }
 #endif
 
-wc_copy_fn flushbench_bare_loop(const char *nt_name, const char **bare_name)
+wcadm_copy_fn flushbench_bare_loop(const char *nt_name, const char **bare_name)
 {
 #if defined(__x86_64__)
 	if (strcmp(nt_name, "nt-avx512") == 0) {

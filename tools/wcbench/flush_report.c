@@ -74,8 +74,7 @@ static const char *gran_name(enum pmem2_granularity g)
 
 void flushbench_print_table(const struct bench *b)
 {
-	const struct wc_pmem_info *in = &b->policy->info;
-	const struct wc_cpu *cpu = wc_cpu_get();
+	const struct wc_pmem_info *in = &b->policy.info;
 	char s1[64], s2[64], text[256];
 	struct verdict v[NMODES];
 
@@ -83,8 +82,8 @@ void flushbench_print_table(const struct bench *b)
 	       b->path, wct_size_str(s1, sizeof(s1), b->region), gran_name(b->gran),
 	       b->forced_gran ? " (PMEM2_FORCE_GRANULARITY set by wcbench)" : "", b->runs,
 	       b->time_ms);
-	printf("cpu: %s family 0x%x model 0x%x stepping %u, line %u B\n", cpu->vendor,
-	       cpu->family, cpu->model, cpu->stepping, cpu->line_size);
+	printf("cpu: %s family 0x%x model 0x%x stepping %u, line %u B\n", in->vendor, in->family,
+	       in->model, in->stepping, in->line_size);
 	wcb_policy_text(text, sizeof(text), in);
 	printf("policy: %s -- %s\n", text, in->reason);
 	for (unsigned m = 0; m < NMODES; m++) {
@@ -132,7 +131,6 @@ void flushbench_print_table(const struct bench *b)
 
 void flushbench_print_json(const struct bench *b)
 {
-	const struct wc_cpu *cpu = wc_cpu_get();
 	struct verdict v[NMODES];
 	static const char *modes[NMODES] = { "fenced", "batched" };
 	enum goal g;
@@ -140,9 +138,7 @@ void flushbench_print_json(const struct bench *b)
 
 	flushbench_judge(b, v);
 	g = flushbench_goal(v);
-	wct_json_init(&j, stdout);
-	wct_json_object(&j, NULL, true);
-	wct_json_str(&j, "tool", "wcbench flush");
+	wcb_json_head(&j, "wcbench flush");
 	wct_json_str(&j, "path", b->path);
 	wct_json_u64(&j, "region", b->region);
 	wct_json_str(&j, "granularity", gran_name(b->gran));
@@ -152,14 +148,10 @@ void flushbench_print_json(const struct bench *b)
 	wct_json_num(&j, "sample_ms", "%g", b->time_ms);
 	wct_json_u64(&j, "dst_offset", b->dst_offset);
 	wct_json_object(&j, "cpu", false);
-	wct_json_str(&j, "vendor", cpu->vendor);
-	wct_json_u64(&j, "family", cpu->family);
-	wct_json_u64(&j, "model", cpu->model);
-	wct_json_u64(&j, "stepping", cpu->stepping);
-	wct_json_u64(&j, "line_size", cpu->line_size);
-	wct_json_u64(&j, "features", cpu->features);
+	wct_json_cpu(&j, &b->policy.info);
+	wct_json_u64(&j, "features", b->policy.info.cpu);
 	wct_json_end(&j);
-	wcb_json_policy(&j, "policy", &b->policy->info);
+	wcb_json_policy(&j, "policy", &b->policy.info);
 	wct_json_array(&j, "columns", false);
 	for (unsigned ci = 0; ci < b->ncols; ci++)
 		wct_json_str(&j, NULL, b->col[ci].name);

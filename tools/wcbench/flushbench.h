@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flush/engine.h"
+#include "wcadmin.h"
 
 enum col_kind { COL_POLICY, COL_STRATEGY, COL_BARE, COL_PMEM2, COL_MEMCPY };
 enum { MODE_FENCED, MODE_BATCHED, NMODES };
@@ -24,7 +24,7 @@ enum { MODE_FENCED, MODE_BATCHED, NMODES };
 struct column {
 	const char *name;
 	enum col_kind kind;
-	wc_copy_fn copy;  /* COL_STRATEGY, COL_BARE */
+	wcadm_copy_fn copy; /* COL_STRATEGY, COL_BARE */
 	bool single;      /* one of the engine's strategies: counts for "best" */
 };
 
@@ -47,7 +47,7 @@ struct bench {
 	pmem2_drain_fn pm_drain;
 	char *dst, *source;
 	size_t pos;
-	const struct wc_persist_policy *policy;
+	struct wcadm_persist policy; /* the process default, what wc_pmem_* use */
 
 	struct column col[MAX_COLS];
 	unsigned ncols;
@@ -84,7 +84,7 @@ unsigned flushbench_col_index(const struct bench *b, const char *name);
 int flushbench_col_of_kind(const struct bench *b, enum col_kind kind);
 /* flush_bare.c: a bare loop of the NT strategy `nt_name` (NULL if none),
  * for aligned multiples of 64 bytes only. */
-wc_copy_fn flushbench_bare_loop(const char *nt_name, const char **bare_name);
+wcadm_copy_fn flushbench_bare_loop(const char *nt_name, const char **bare_name);
 /* The lowest ratios per mode and how many sizes miss the goal. */
 void flushbench_judge(const struct bench *b, struct verdict v[NMODES]);
 enum goal flushbench_goal(const struct verdict v[NMODES]);

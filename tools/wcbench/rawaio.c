@@ -2,7 +2,7 @@
 /*
  * rawaio.c -- raw libaio write bandwidth of a file or device (see rawaio.h).
  *
- * Deliberately independent of lib/origin_aio.c: a baseline that shared the
+ * Deliberately independent of lib/origin/aio.c: a baseline that shared the
  * backend's code would share its mistakes.  The loop keeps `qd` requests in
  * flight, refilling every slot as soon as its completion is reaped, and
  * submits refills in one io_submit per reap (as fio's libaio engine does
@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/error.h"
 #include "rawaio.h"
+#include "wcadmin.h"
 
 #define RAWAIO_FILL 0x5a
 /* Fixed seed: every run (and the cache's run it is compared with) writes
@@ -67,15 +67,15 @@ static int rawaio_open(struct rawaio *r)
 	if (r->fd < 0 && errno == EINVAL) /* the file system refuses O_DIRECT */
 		r->fd = open(r->path, O_RDWR | O_CLOEXEC);
 	if (r->fd < 0)
-		return wc_err_sys(-errno, "rawaio %s: open", r->path);
+		return wcadm_err_sys(-errno, "rawaio %s: open", r->path);
 	if (fstat(r->fd, &st) < 0)
-		return wc_err_sys(-errno, "rawaio %s: fstat", r->path);
+		return wcadm_err_sys(-errno, "rawaio %s: fstat", r->path);
 	r->align = RAWAIO_MIN_ALIGN;
 	if (S_ISBLK(st.st_mode)) {
 		int lbs = 0;
 
 		if (ioctl(r->fd, BLKGETSIZE64, &r->dev_size) < 0)
-			return wc_err_sys(-errno, "rawaio %s: BLKGETSIZE64", r->path);
+			return wcadm_err_sys(-errno, "rawaio %s: BLKGETSIZE64", r->path);
 		if (ioctl(r->fd, BLKSSZGET, &lbs) == 0 && lbs > 0)
 			r->align = (uint32_t)lbs;
 	} else if (S_ISREG(st.st_mode)) {
@@ -86,7 +86,7 @@ static int rawaio_open(struct rawaio *r)
 		    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > r->align)
 			r->align = stx.stx_dio_offset_align;
 	} else {
-		return wc_err(-EINVAL, "rawaio %s: not a regular file or block device", r->path);
+		return wcadm_err(-EINVAL, "rawaio %s: not a regular file or block device", r->path);
 	}
 	if (!r->direct)
 		r->align = 1;
@@ -96,26 +96,43 @@ static int rawaio_open(struct rawaio *r)
 static int rawaio_check(const struct rawaio *r, uint64_t bytes)
 {
 	if (r->io_size == 0 || r->qd == 0 || bytes == 0)
-		return wc_err(-EINVAL, "rawaio %s: bytes (%llu), io_size (%zu) and qd (%u) must be > 0",
-		              r->path, (unsigned long long)bytes, r->io_size, r->qd);
+		return wcadm_err(-EINVAL, "rawaio %s: bytes (%llu), io_size (%zu) and qd (%u) must be > 0",
+		                 r->path, (unsigned long long)bytes, r->io_size, r->qd);
 	if (bytes % r->io_size)
-		return wc_err(-EINVAL, "rawaio %s: %llu bytes is not a multiple of io_size %zu",
-		              r->path, (unsigned long long)bytes, r->io_size);
+		return wcadm_err(-EINVAL, "rawaio %s: %llu bytes is not a multiple of io_size %zu",
+		                 r->path, (unsigned long long)bytes, r->io_size);
 	if (r->io_size % r->align)
-		return wc_err(-EINVAL, "rawaio %s: io_size %zu is not a multiple of the O_DIRECT alignment %u",
-		              r->path, r->io_size, r->align);
+		return wcadm_err(-EINVAL, "rawaio %s: io_size %zu is not a multiple of the O_DIRECT alignment %u",
+		                 r->path, r->io_size, r->align);
 	if (bytes > r->dev_size)
-		return wc_err(-EINVAL, "rawaio %s: %llu bytes requested but it holds %llu (create it first)",
-		              r->path, (unsigned long long)bytes, (unsigned long long)r->dev_size);
+		return wcadm_err(-EINVAL, "rawaio %s: %llu bytes requested but it holds %llu (create it first)",
+		                 r->path, (unsigned long long)bytes, (unsigned long long)r->dev_size);
 	return 0;
 }
 
-static uint64_t xorshift64(uint64_t *x)
+uint64_t wc_rawaio_xorshift64(uint64_t *x)
 {
 	*x ^= *x << 13;
 	*x ^= *x >> 7;
 	*x ^= *x << 17;
 	return *x;
+}
+
+uint64_t *wc_rawaio_permutation(uint64_t n, uint64_t seed)
+{
+	uint64_t *order = malloc((n ? n : 1) * sizeof(*order));
+
+	if (!order)
+		return NULL;
+	for (uint64_t i = 0; i < n; i++)
+		order[i] = i;
+	for (uint64_t i = n - 1; n > 1 && i > 0; i--) { /* Fisher-Yates */
+		uint64_t j = wc_rawaio_xorshift64(&seed) % (i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	return order;
 }
 
 static int rawaio_setup(struct rawaio *r, bool sequential)
@@ -127,32 +144,22 @@ static int rawaio_setup(struct rawaio *r, bool sequential)
 		r->qd = (unsigned)r->nios; /* more slots than requests is waste */
 	buf_bytes = (size_t)r->qd * r->io_size;
 	if (posix_memalign((void **)&r->bufs, RAWAIO_BUF_ALIGN, buf_bytes) != 0)
-		return wc_err(-ENOMEM, "rawaio %s: out of memory for %u x %zu-byte buffers", r->path,
-		              r->qd, r->io_size);
+		return wcadm_err(-ENOMEM, "rawaio %s: out of memory for %u x %zu-byte buffers", r->path,
+		                 r->qd, r->io_size);
 	memset(r->bufs, RAWAIO_FILL, buf_bytes);
 	r->cbs = calloc(r->qd, sizeof(*r->cbs));
 	r->batch = calloc(r->qd, sizeof(*r->batch));
 	if (!r->cbs || !r->batch)
-		return wc_err(-ENOMEM, "rawaio %s: out of memory", r->path);
+		return wcadm_err(-ENOMEM, "rawaio %s: out of memory", r->path);
 	if (!sequential) {
-		uint64_t seed = RAWAIO_SEED;
-
-		r->order = malloc(r->nios * sizeof(*r->order));
+		r->order = wc_rawaio_permutation(r->nios, RAWAIO_SEED);
 		if (!r->order)
-			return wc_err(-ENOMEM, "rawaio %s: out of memory for %llu offsets", r->path,
-			              (unsigned long long)r->nios);
-		for (uint64_t i = 0; i < r->nios; i++)
-			r->order[i] = i;
-		for (uint64_t i = r->nios - 1; i > 0; i--) { /* Fisher-Yates */
-			uint64_t j = xorshift64(&seed) % (i + 1), t = r->order[i];
-
-			r->order[i] = r->order[j];
-			r->order[j] = t;
-		}
+			return wcadm_err(-ENOMEM, "rawaio %s: out of memory for %llu offsets", r->path,
+			                 (unsigned long long)r->nios);
 	}
 	ret = io_setup((int)r->qd + 1, &r->ctx); /* + the fdatasync request */
 	if (ret < 0)
-		return wc_err_sys(ret, "rawaio %s: io_setup(%u)", r->path, r->qd);
+		return wcadm_err_sys(ret, "rawaio %s: io_setup(%u)", r->path, r->qd);
 	r->ctx_live = true;
 	return 0;
 }
@@ -180,7 +187,7 @@ static int rawaio_submit(struct rawaio *r, unsigned n)
 		if (ret == -EINTR || ret == -EAGAIN)
 			continue;
 		if (ret <= 0)
-			return wc_err_sys(ret < 0 ? ret : -EIO, "rawaio %s: io_submit", r->path);
+			return wcadm_err_sys(ret < 0 ? ret : -EIO, "rawaio %s: io_submit", r->path);
 		done += (unsigned)ret;
 	}
 	return 0;
@@ -198,7 +205,8 @@ static int rawaio_submit_fsync(struct rawaio *r)
 	do
 		ret = io_submit(r->ctx, 1, &cb);
 	while (ret == -EINTR || ret == -EAGAIN);
-	return ret == 1 ? 0 : wc_err_sys(ret < 0 ? ret : -EIO, "rawaio %s: io_submit fdatasync", r->path);
+	return ret == 1 ? 0 : wcadm_err_sys(ret < 0 ? ret : -EIO, "rawaio %s: io_submit fdatasync",
+	                                    r->path);
 }
 
 static int rawaio_run(struct rawaio *r, double *seconds)
@@ -211,7 +219,7 @@ static int rawaio_run(struct rawaio *r, double *seconds)
 	int ret = 0;
 
 	if (!ev)
-		return wc_err(-ENOMEM, "rawaio %s: out of memory", r->path);
+		return wcadm_err(-ENOMEM, "rawaio %s: out of memory", r->path);
 	t0 = now_s();
 	for (; n < r->qd && next < r->nios; n++, next++)
 		r->batch[n] = rawaio_prep(r, n, next);
@@ -222,7 +230,7 @@ static int rawaio_run(struct rawaio *r, double *seconds)
 		if (got == -EINTR)
 			continue;
 		if (got < 0) {
-			ret = wc_err_sys(got, "rawaio %s: io_getevents", r->path);
+			ret = wcadm_err_sys(got, "rawaio %s: io_getevents", r->path);
 			break;
 		}
 		n = 0;
@@ -233,16 +241,16 @@ static int rawaio_run(struct rawaio *r, double *seconds)
 			if (s == r->qd) {
 				fsync_busy = false;
 				if (res < 0) {
-					ret = wc_err_sys((int)res, "rawaio %s: fdatasync request", r->path);
+					ret = wcadm_err_sys((int)res, "rawaio %s: fdatasync request", r->path);
 					break;
 				}
 				continue;
 			}
 			if (res != (long)r->io_size) {
-				ret = res < 0 ? wc_err_sys((int)res, "rawaio %s: write at offset %lld",
-				                           r->path, r->cbs[s].u.c.offset)
-				              : wc_err(-EIO, "rawaio %s: short write (%ld of %zu bytes) at offset %lld",
-				                       r->path, res, r->io_size, r->cbs[s].u.c.offset);
+				ret = res < 0 ? wcadm_err_sys((int)res, "rawaio %s: write at offset %lld",
+				                              r->path, r->cbs[s].u.c.offset)
+				              : wcadm_err(-EIO, "rawaio %s: short write (%ld of %zu bytes) at offset %lld",
+				                          r->path, res, r->io_size, r->cbs[s].u.c.offset);
 				break;
 			}
 			completed++;
@@ -260,7 +268,7 @@ static int rawaio_run(struct rawaio *r, double *seconds)
 		}
 	}
 	if (ret == 0 && fdatasync(r->fd) < 0)
-		ret = wc_err_sys(-errno, "rawaio %s: fdatasync", r->path);
+		ret = wcadm_err_sys(-errno, "rawaio %s: fdatasync", r->path);
 	*seconds = now_s() - t0;
 	free(ev);
 	return ret;
@@ -293,7 +301,7 @@ int wc_rawaio_write_bw_flushing(const char *path, uint64_t bytes, size_t io_size
 	int ret;
 
 	if (!path || !mbps_out)
-		return wc_err(-EINVAL, "rawaio: path and mbps_out are required");
+		return wcadm_err(-EINVAL, "rawaio: path and mbps_out are required");
 	ret = rawaio_open(&r);
 	if (ret == 0)
 		ret = rawaio_check(&r, bytes);

@@ -36,6 +36,14 @@ int wc_rawaio_write_bw(const char *path, uint64_t bytes, size_t io_size, unsigne
 int wc_rawaio_write_bw_flushing(const char *path, uint64_t bytes, size_t io_size, unsigned qd,
                                 bool sequential, uint64_t flush_every, double *mbps_out);
 
+/* The baselines' pseudo-random generator (xorshift64; *state non-zero),
+ * which `wcbench writeback` draws its own samples from too. */
+uint64_t wc_rawaio_xorshift64(uint64_t *state);
+/* 0 .. n-1 in a fixed pseudo-random order: Fisher-Yates driven by
+ * wc_rawaio_xorshift64 from `seed`, so one seed always gives one order.
+ * NULL when out of memory; the caller frees it. */
+uint64_t *wc_rawaio_permutation(uint64_t n, uint64_t seed);
+
 /* The same for any origin wc_origin_open() takes, through its backend's
  * submit/poll/flush (requests carry the same offsets and fill). */
 int wc_raworigin_write_bw(const char *origin, uint64_t bytes, size_t io_size, unsigned qd,

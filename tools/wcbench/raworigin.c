@@ -15,11 +15,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "util/error.h"
-#include "origin/origin.h"
 #include "rawaio.h"
+#include "wcadmin.h"
+#include "wctools.h"
 
 #define RAWORIGIN_FILL 0x5a
 #define RAWORIGIN_SEED 0x2545f4914f6cdd1dull /* rawaio's: the same permutation */
@@ -46,22 +45,6 @@ struct raworigin {
 	uint64_t err_off;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t xorshift64(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 static void slot_done(struct wc_origin_io *io, ssize_t res)
 {
 	struct raw_slot *s = io->priv;
@@ -83,42 +66,32 @@ static int setup(struct raworigin *r, uint64_t bytes, bool sequential)
 
 	if (ret)
 		return ret;
-	wc_origin_size(&r->o, &size);
-	align = wc_origin_alignment(&r->o);
+	wcadm_origin_size(&r->o, &size);
+	align = wcadm_origin_alignment(&r->o);
 	if (r->io_size == 0 || r->qd == 0 || bytes == 0 || bytes % r->io_size)
-		return wc_err(-EINVAL, "raw origin %s: bytes (%llu) must be a positive multiple of io_size (%zu), qd > 0",
-		              r->name, (unsigned long long)bytes, r->io_size);
+		return wcadm_err(-EINVAL, "raw origin %s: bytes (%llu) must be a positive multiple of "
+		                 "io_size (%zu), qd > 0", r->name, (unsigned long long)bytes, r->io_size);
 	if (r->io_size % align)
-		return wc_err(-EINVAL, "raw origin %s: io_size %zu is not a multiple of its alignment %u",
-		              r->name, r->io_size, align);
+		return wcadm_err(-EINVAL, "raw origin %s: io_size %zu is not a multiple of its alignment %u",
+		                 r->name, r->io_size, align);
 	if (bytes > size)
-		return wc_err(-EINVAL, "raw origin %s: %llu bytes requested but it holds %llu", r->name,
-		              (unsigned long long)bytes, (unsigned long long)size);
+		return wcadm_err(-EINVAL, "raw origin %s: %llu bytes requested but it holds %llu", r->name,
+		                 (unsigned long long)bytes, (unsigned long long)size);
 	r->nios = bytes / r->io_size;
 	if (r->qd > r->nios)
 		r->qd = (unsigned)r->nios;
 	r->slots = calloc(r->qd, sizeof(*r->slots));
 	r->free = calloc(r->qd, sizeof(*r->free));
 	if (!r->slots || !r->free || posix_memalign((void **)&r->bufs, 4096, (size_t)r->qd * r->io_size))
-		return wc_err(-ENOMEM, "raw origin %s: out of memory for %u x %zu-byte buffers", r->name,
-		              r->qd, r->io_size);
+		return wcadm_err(-ENOMEM, "raw origin %s: out of memory for %u x %zu-byte buffers", r->name,
+		                 r->qd, r->io_size);
 	memset(r->bufs, RAWORIGIN_FILL, (size_t)r->qd * r->io_size);
 	for (unsigned i = 0; i < r->qd; i++)
 		r->free[r->nfree++] = r->qd - 1 - i;
 	if (!sequential) {
-		uint64_t seed = RAWORIGIN_SEED;
-
-		r->order = malloc(r->nios * sizeof(*r->order));
+		r->order = wc_rawaio_permutation(r->nios, RAWORIGIN_SEED);
 		if (!r->order)
-			return wc_err(-ENOMEM, "raw origin %s: out of memory", r->name);
-		for (uint64_t i = 0; i < r->nios; i++)
-			r->order[i] = i;
-		for (uint64_t i = r->nios - 1; i > 0; i--) { /* Fisher-Yates */
-			uint64_t j = xorshift64(&seed) % (i + 1), t = r->order[i];
-
-			r->order[i] = r->order[j];
-			r->order[j] = t;
-		}
+			return wcadm_err(-ENOMEM, "raw origin %s: out of memory", r->name);
 	}
 	return 0;
 }
@@ -137,7 +110,7 @@ static int submit_next(struct raworigin *r)
 	s->iov = (struct iovec){ buf, r->io_size };
 	s->io = (struct wc_origin_io){ .op = WC_ORIGIN_WRITE, .iov = &s->iov, .iovcnt = 1,
 	                               .offset = off, .done = slot_done, .priv = s };
-	ret = wc_origin_submit(&r->o, &s->io);
+	ret = wcadm_origin_submit(&r->o, &s->io);
 	if (ret) {
 		r->free[r->nfree++] = si;
 		return ret;
@@ -148,25 +121,25 @@ static int submit_next(struct raworigin *r)
 
 static int run(struct raworigin *r, double *seconds)
 {
-	double t0 = now_s();
+	double t0 = wct_now_ns();
 	int ret = 0;
 
 	while (!ret && !r->err && r->completed < r->nios) {
 		while (!ret && r->nfree && r->submitted < r->nios)
 			ret = submit_next(r);
-		if (!ret && wc_origin_poll(&r->o, 1, RAWORIGIN_POLL_NS) < 0)
-			ret = wc_err(-EIO, "raw origin %s: poll: %s", r->name, wc_errmsg());
+		if (!ret && wcadm_origin_poll(&r->o, 1, RAWORIGIN_POLL_NS) < 0)
+			ret = wcadm_err(-EIO, "raw origin %s: poll: %s", r->name, wc_errmsg());
 	}
 	/* After an error, what is in flight still completes into our buffers. */
 	while (r->completed < r->submitted)
-		if (wc_origin_poll(&r->o, 1, RAWORIGIN_POLL_NS) < 0)
+		if (wcadm_origin_poll(&r->o, 1, RAWORIGIN_POLL_NS) < 0)
 			break;
 	if (!ret && r->err)
-		ret = wc_err_sys(r->err, "raw origin %s: write at offset %llu", r->name,
-		                 (unsigned long long)r->err_off);
+		ret = wcadm_err_sys(r->err, "raw origin %s: write at offset %llu", r->name,
+		                    (unsigned long long)r->err_off);
 	if (!ret)
-		ret = wc_origin_flush(&r->o);
-	*seconds = now_s() - t0;
+		ret = wcadm_origin_flush(&r->o);
+	*seconds = (wct_now_ns() - t0) / 1e9;
 	return ret;
 }
 
@@ -178,14 +151,14 @@ int wc_raworigin_write_bw(const char *name, uint64_t bytes, size_t io_size, unsi
 	int ret;
 
 	if (!name || !mbps_out)
-		return wc_err(-EINVAL, "raw origin: name and mbps_out are required");
+		return wcadm_err(-EINVAL, "raw origin: name and mbps_out are required");
 	ret = setup(&r, bytes, sequential);
 	if (!ret)
 		ret = run(&r, &seconds);
 	if (!ret)
 		*mbps_out = (double)bytes / seconds / 1e6;
 	if (r.o.ops)
-		wc_origin_close(&r.o);
+		wcadm_origin_close(&r.o);
 	free(r.slots);
 	free(r.free);
 	free(r.bufs);

@@ -22,8 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/format.h"
 #include "wcache.h"
+#include "wcadmin.h"
 #include "wcbench.h"
 
 #define MAX_RUNS 101
@@ -91,9 +91,9 @@ static int parse_args(struct recover_bench *b, int argc, char **argv)
 	ret = wct_opts_parse("wcbench recover", opts, argc, argv, usage, false);
 	if (ret)
 		return ret;
-	if (b->bs < WC_MIN_BLOCK || b->bs > WC_MAX_BLOCK || (b->bs & (b->bs - 1))) {
+	if (b->bs < WCADM_MIN_BLOCK || b->bs > WCADM_MAX_BLOCK || (b->bs & (b->bs - 1))) {
 		fprintf(stderr, "wcbench recover: --bs %llu: a power of two in %u..%u\n",
-		        (unsigned long long)b->bs, WC_MIN_BLOCK, WC_MAX_BLOCK);
+		        (unsigned long long)b->bs, WCADM_MIN_BLOCK, WCADM_MAX_BLOCK);
 		return 2;
 	}
 	if (!b->origin_size)
@@ -296,9 +296,7 @@ static void report(const struct recover_bench *b)
 	if (b->json) {
 		struct wct_json j;
 
-		wct_json_init(&j, stdout);
-		wct_json_object(&j, NULL, true);
-		wct_json_str(&j, "tool", "wcbench recover");
+		wcb_json_head(&j, "wcbench recover");
 		wct_json_u64(&j, "blocks", b->blocks);
 		wct_json_u64(&j, "block_size", b->bs);
 		wct_json_u64(&j, "cache_bytes", b->cache_size);
@@ -335,7 +333,6 @@ static void report(const struct recover_bench *b)
 int wcbench_recover(int argc, char **argv)
 {
 	struct recover_bench b;
-	struct wc_layout l;
 	int status = 1, ret;
 
 	memset(&b, 0, sizeof(b));
@@ -343,11 +340,10 @@ int wcbench_recover(int argc, char **argv)
 	if (ret)
 		return ret;
 	wct_pmem_emulate();
-	if (wc_layout_for_blocks(&l, b.blocks, (uint32_t)b.bs) != 0) {
+	if (wcadm_layout_bytes(b.blocks, (uint32_t)b.bs, &b.cache_size) != 0) {
 		fprintf(stderr, "wcbench recover: %s\n", wc_errmsg());
 		return 2;
 	}
-	b.cache_size = l.bytes_used;
 	/* wc_create makes the cache file (cache_size); we only claim the path. */
 	if (make_file(&b, b.origin_path, b.origin_size, &b.origin_ours) ||
 	    make_file(&b, b.cache_path, 0, &b.cache_ours))

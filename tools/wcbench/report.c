@@ -18,6 +18,13 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+void wcb_json_head(struct wct_json *j, const char *tool)
+{
+	wct_json_init(j, stdout);
+	wct_json_object(j, NULL, true);
+	wct_json_str(j, "tool", tool);
+}
+
 double wcb_median(double *v, size_t n)
 {
 	if (!n)

@@ -6,7 +6,7 @@
  * The cache phase drives wc_write/wc_read from --threads threads.  The floor
  * phase then does the same operations, in the same order and from the same
  * number of threads, with the flush engine alone: each write is one
- * wc_persist_copy() with the cache's own policy into a mapped region beside
+ * wcadm_persist_copy() with the cache's own policy into a mapped region beside
  * the cache file (same memory, same page size), the size of the cache, at the operation's offset, and each thread drains
  * once per autocommit_blocks blocks (or per write with --fua, per
  * --flush-every writes); each read is a memcpy out of the region.  That is
@@ -44,7 +44,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/cache.h"
 #include "histogram.h"
 #include "run.h"
 #include "wcbench.h"
@@ -225,6 +224,8 @@ static void prefault(void *addr, size_t len)
 static int open_cache(struct run_ctx *x)
 {
 	struct wc_config cfg;
+	void *base;
+	size_t len;
 	int ret;
 
 	wc_config_init(&cfg);
@@ -252,12 +253,13 @@ static int open_cache(struct run_ctx *x)
 		fprintf(stderr, "wcbench run: --working-set is smaller than one I/O (--bs)\n");
 		return -1;
 	}
-	x->autocommit_blocks = x->c->cfg.autocommit_blocks;
-	x->fp = &x->c->fp;
-	/* The benchmark looks inside the cache (cache_impl.h) only for the
-	 * mapping, to fault it in, and for the geometry and the resolved flush
-	 * policy, which the floor must share. */
-	prefault(x->c->base, x->c->map_len);
+	/* The benchmark looks inside the cache (through the admin interface)
+	 * only for the mapping, to fault it in, and for the configuration, the
+	 * geometry and the resolved flush policy, which the floor must share. */
+	wcadm_cache_config(x->c, &x->cfg);
+	wcadm_cache_persist(x->c, &x->fp);
+	wcadm_cache_mapping(x->c, &base, &len);
+	prefault(base, len);
 	return 0;
 }
 
@@ -275,7 +277,7 @@ static int map_floor(struct run_ctx *x)
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - x->o.cache_path), x->o.cache_path);
 	else
 		snprintf(dir, sizeof(dir), "%s", slash ? "/" : ".");
-	x->floor_len = x->c->layout.n_blocks * (uint64_t)x->bs_cache;
+	x->floor_len = wcadm_cache_blocks(x->c) * (uint64_t)x->bs_cache;
 	if (x->floor_len < x->o.bs)
 		x->floor_len = x->o.bs;
 	fd = wct_scratch_temp("wcbench run", path, sizeof(path), dir, "wcbench-floor-", 0);

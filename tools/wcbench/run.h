@@ -12,8 +12,7 @@
 
 #include "histogram.h"
 #include "wcache.h"
-
-struct wc_persist_policy;
+#include "wcadmin.h"
 
 #define RUN_MAX_THREADS 64
 #define RUN_MAX_ROUNDS 101
@@ -80,8 +79,8 @@ struct run_ctx {
 	wc_cache *c;
 	uint32_t bs_cache;
 	uint64_t slots;            /* working set / bs */
-	unsigned autocommit_blocks;
-	const struct wc_persist_policy *fp; /* the cache's policy; the floor uses it too */
+	struct wc_config cfg;      /* the cache's, defaults resolved */
+	struct wcadm_persist fp;   /* the cache's policy; the floor uses it too */
 	char *floor;
 	uint64_t floor_len;
 

@@ -5,7 +5,7 @@
  *
  * Both loops share the offset generator and the timing, so the only
  * difference between a cache phase and its floor phase is what one
- * operation does: wc_write/wc_read, or one wc_persist_copy/memcpy plus the
+ * operation does: wc_write/wc_read, or one wcadm_persist_copy/memcpy plus the
  * fences a cache with the same commit rhythm could not avoid.
  */
 #include <errno.h>
@@ -17,7 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "flush/flush.h"
 #include "run.h"
 #include "wcbench.h"
 
@@ -225,10 +224,10 @@ static void cache_loop(struct worker *w, struct opgen *g)
 static void floor_loop(struct worker *w, struct opgen *g)
 {
 	const struct run_ctx *x = w->ph->x;
-	const struct wc_persist_policy *fp = x->fp;
+	const struct wcadm_persist *fp = &x->fp;
 	size_t bs = x->o.bs;
 	uint64_t span = x->floor_len - x->floor_len % bs, blocks = bs / x->bs_cache;
-	uint64_t batch = x->autocommit_blocks, pending = 0;
+	uint64_t batch = x->cfg.autocommit_blocks, pending = 0;
 	uint64_t flush_every = x->o.flush_every, since_flush = 0, i, off, t1, t;
 	double tick_ns = run_tick_ns();
 	bool fua = x->o.fua, lock = w->ph->kind == PHASE_FLOOR_LOCK;
@@ -244,7 +243,7 @@ static void floor_loop(struct worker *w, struct opgen *g)
 			memcpy(w->buf, x->floor + off % span, bs);
 		} else {
 			p = x->floor + off % span;
-			wc_persist_copy(fp, p, w->buf, bs);
+			wcadm_persist_copy(fp, p, w->buf, bs);
 			if (lock) {
 				pthread_mutex_lock(&w->lock);
 				pthread_mutex_unlock(&w->lock);
@@ -252,7 +251,7 @@ static void floor_loop(struct worker *w, struct opgen *g)
 			pending += blocks;
 			if (fua || pending >= batch ||
 			    (flush_every && ++since_flush == flush_every)) {
-				wc_persist_drain(fp);
+				wcadm_persist_drain(fp);
 				pending = 0;
 				since_flush = 0;
 			}
@@ -263,7 +262,7 @@ static void floor_loop(struct worker *w, struct opgen *g)
 		atomic_store_explicit(&w->done, i + 1, memory_order_relaxed);
 	}
 	if (pending)
-		wc_persist_drain(fp);
+		wcadm_persist_drain(fp);
 	w->ops = i;
 	w->t_end = now_ns();
 }

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/cache.h"
 #include "run.h"
 #include "wcbench.h"
 
@@ -51,7 +50,7 @@ static void print_delta(const struct run_config *cfg)
 void run_report_text(const struct run_ctx *x)
 {
 	const struct run_opts *o = &x->o;
-	const struct wc_config *cc = &x->c->cfg;
+	const struct wc_config *cc = &x->cfg;
 	char s1[32], s2[32], s3[32], text[256];
 
 	length_text(text, sizeof(text), o);
@@ -70,9 +69,9 @@ void run_report_text(const struct run_ctx *x)
 	printf("config: autocommit %u blocks / %u ms, watermarks %u/%u%%%s\n",
 	       cc->autocommit_blocks, cc->autocommit_ms, cc->high_watermark, cc->low_watermark,
 	       o->no_prefill ? ", no prefill" : ", working set written and committed first");
-	wcb_policy_text(text, sizeof(text), &x->c->fp.info);
+	wcb_policy_text(text, sizeof(text), &x->fp.info);
 	printf("policy: %s, %s (cache and floor) -- %s\n", text, x->final.pmem_source,
-	       x->c->fp.info.reason);
+	       x->fp.info.reason);
 	if (!o->no_floor)
 		printf("floor: the same operations with the flush engine alone into a %s region "
 		       "beside the cache file, one drain per %s\n", wct_size_str(s3, sizeof(s3), x->floor_len),
@@ -177,12 +176,10 @@ static void json_phase(struct wct_json *j, const char *name, double iops, uint64
 void run_report_json(const struct run_ctx *x)
 {
 	const struct run_opts *o = &x->o;
-	const struct wc_config *cc = &x->c->cfg;
+	const struct wc_config *cc = &x->cfg;
 	struct wct_json j;
 
-	wct_json_init(&j, stdout);
-	wct_json_object(&j, NULL, true);
-	wct_json_str(&j, "tool", "wcbench run");
+	wcb_json_head(&j, "wcbench run");
 	wct_json_str(&j, "workload", run_workload_name(o->wl));
 	wct_json_u64(&j, "read_pct", o->wl == WL_RANDRW ? o->read_pct : o->wl == WL_RANDREAD ? 100 : 0);
 	wct_json_u64(&j, "bs", o->bs);
@@ -210,7 +207,7 @@ void run_report_json(const struct run_ctx *x)
 	wct_json_u64(&j, "high_watermark", cc->high_watermark);
 	wct_json_u64(&j, "low_watermark", cc->low_watermark);
 	wct_json_end(&j);
-	wcb_json_policy(&j, "policy", &x->c->fp.info);
+	wcb_json_policy(&j, "policy", &x->fp.info);
 	wct_json_str(&j, "policy_source", x->final.pmem_source);
 	wct_json_array(&j, "results", true);
 	for (unsigned k = 0; k < x->nconfigs; k++) {

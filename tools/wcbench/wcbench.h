@@ -21,16 +21,21 @@ int wcbench_calibrate(int argc, char **argv);
 int wcbench_run(int argc, char **argv);
 int wcbench_recover(int argc, char **argv);
 int wcbench_writeback(int argc, char **argv);
-/* calibrate.c: the measurement's JSON members "rounds" .. "ms". */
-struct wc_calibration;
-void wcb_json_calibration(struct wct_json *j, const struct wc_calibration *cal);
+/* calibrate.c: the measurement's JSON members "nt", "cached", "area_bytes"
+ * (the bytes measured on, if `area` is not NULL), "rounds" .. "ms". */
+struct wcadm_calibration;
+void wcb_json_calibration(struct wct_json *j, const struct wcadm_calibration *cal,
+                          const uint64_t *area);
 /* calibrate.c: the measurement as a text table, one line per size. */
-void wcb_text_calibration(FILE *f, const struct wc_calibration *cal);
+void wcb_text_calibration(FILE *f, const struct wcadm_calibration *cal);
 /* calibrate_cache.c: `wcbench calibrate --cache PATH` */
 int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json);
 
 /* ---- report.c --------------------------------------------------------- */
 
+/* Start the JSON report of `tool` ("wcbench run") on stdout: the outermost
+ * object, its "tool" member first. */
+void wcb_json_head(struct wct_json *j, const char *tool);
 /* Median of n values (sorts `v` in place). */
 double wcb_median(double *v, size_t n);
 /* "policy": {"small": ..., "large": ..., "threshold": N|null, "reason": ...} */

@@ -47,9 +47,9 @@
 #include <unistd.h>
 
 #include "histogram.h"
-#include "origin/origin.h"
 #include "rawaio.h"
 #include "wcache.h"
+#include "wcadmin.h"
 #include "wcbench.h"
 
 #define WB_MAX_RUNS 51
@@ -232,8 +232,8 @@ static int prepare_origin(struct bench *b)
 			fprintf(stderr, "wcbench writeback: %s\n", wc_errmsg());
 			return -1;
 		}
-		wc_origin_size(&o, &have);
-		wc_origin_close(&o);
+		wcadm_origin_size(&o, &have);
+		wcadm_origin_close(&o);
 		if (have < b->o.working_set) {
 			fprintf(stderr, "wcbench writeback: origin %s has %llu bytes, less than --working-set\n",
 			        path, (unsigned long long)have);
@@ -285,30 +285,10 @@ static int prepare_origin(struct bench *b)
 	return 0;
 }
 
-static uint64_t xorshift64(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 static int make_order(struct bench *b)
 {
-	uint64_t seed = 0x9e3779b97f4a7c15ull;
-
-	b->order = malloc(b->nblocks * sizeof(*b->order));
-	if (!b->order)
-		return -1;
-	for (uint64_t i = 0; i < b->nblocks; i++)
-		b->order[i] = i;
-	for (uint64_t i = b->nblocks - 1; i > 0; i--) { /* Fisher-Yates */
-		uint64_t j = xorshift64(&seed) % (i + 1), t = b->order[i];
-
-		b->order[i] = b->order[j];
-		b->order[j] = t;
-	}
-	return 0;
+	b->order = wc_rawaio_permutation(b->nblocks, 0x9e3779b97f4a7c15ull);
+	return b->order ? 0 : -1;
 }
 
 static uint64_t block_at(const struct bench *b, enum pattern p, uint64_t i)
@@ -474,9 +454,9 @@ static int verify_origin(struct bench *b)
 		return -1;
 	}
 	for (unsigned i = 0; i < WB_VERIFY_SAMPLES && !ret; i++) {
-		uint64_t off = xorshift64(&seed) % b->nblocks * b->o.block_size, got;
+		uint64_t off = wc_rawaio_xorshift64(&seed) % b->nblocks * b->o.block_size, got;
 
-		if (wc_origin_rw_sync(&o, WC_ORIGIN_READ, rd, b->o.block_size, off) != 0) {
+		if (wcadm_origin_rw_sync(&o, WC_ORIGIN_READ, rd, b->o.block_size, off) != 0) {
 			fprintf(stderr, "wcbench writeback: verify: %s\n", wc_errmsg());
 			ret = -1;
 			break;
@@ -489,7 +469,7 @@ static int verify_origin(struct bench *b)
 			        "cache was given\n", (unsigned long long)off);
 	}
 	free(rd);
-	wc_origin_close(&o);
+	wcadm_origin_close(&o);
 	return ret;
 }
 
@@ -688,7 +668,7 @@ static int latency_phase(struct bench *b, bool busy, struct wcb_hist *h)
 	}
 	for (uint64_t i = 0; i < writes && !ret; i++) {
 		/* Random blocks outside the prefilled range: new allocations. */
-		uint64_t block = prefill + xorshift64(&seed) % (b->nblocks - prefill);
+		uint64_t block = prefill + wc_rawaio_xorshift64(&seed) % (b->nblocks - prefill);
 		double t0 = wct_now_ns();
 
 		ret = write_block(b, c, block);
@@ -787,6 +767,14 @@ static void print_text(const struct bench *b)
 	}
 }
 
+/* The three bandwidths of a pattern or of one run, MB/s. */
+static void json_mbps(struct wct_json *j, double raw, double drain, double total)
+{
+	wct_json_num(j, "raw_mbps", "%.1f", raw);
+	wct_json_num(j, "drain_mbps", "%.1f", drain);
+	wct_json_num(j, "total_mbps", "%.1f", total);
+}
+
 static void print_json(const struct bench *b)
 {
 	const struct wcb_hist *idle = &b->lat.idle, *busy = &b->lat.busy;
@@ -816,9 +804,7 @@ static void print_json(const struct bench *b)
 			continue;
 		wct_json_object(&j, NULL, false);
 		wct_json_str(&j, "pattern", pattern_name[p]);
-		wct_json_num(&j, "raw_mbps", "%.1f", r->raw);
-		wct_json_num(&j, "drain_mbps", "%.1f", r->drain);
-		wct_json_num(&j, "total_mbps", "%.1f", r->total);
+		json_mbps(&j, r->raw, r->drain, r->total);
 		wct_json_num(&j, "drain_ratio", "%.3f", r->drain_ratio);
 		if (b->o.raw_flush_every) {
 			wct_json_num(&j, "raw_flushing_mbps", "%.1f", r->rawfl);
@@ -834,9 +820,7 @@ static void print_json(const struct bench *b)
 			const struct sample *sm = &r->s[i];
 
 			wct_json_object(&j, NULL, false);
-			wct_json_num(&j, "raw_mbps", "%.1f", sm->raw_mbps);
-			wct_json_num(&j, "drain_mbps", "%.1f", sm->drain_mbps);
-			wct_json_num(&j, "total_mbps", "%.1f", sm->total_mbps);
+			json_mbps(&j, sm->raw_mbps, sm->drain_mbps, sm->total_mbps);
 			wct_json_num(&j, "fill_s", "%.4f", sm->fill_s);
 			wct_json_num(&j, "drain_s", "%.4f", sm->drain_s);
 			wct_json_u64(&j, "drain_bytes", sm->drain_bytes);
@@ -880,7 +864,7 @@ int wcbench_writeback(int argc, char **argv)
 		return ret;
 	}
 	b->forced_gran = wct_pmem_emulate();
-	b->local = wc_origin_kind_of(b->o.origin_path) == WC_ORIGIN_KIND_PATH;
+	b->local = wcadm_origin_is_path(b->o.origin_path);
 	if (b->o.raw_flush_every && !b->local) {
 		fprintf(stderr, "wcbench writeback: --raw-flush-every: only for an origin file or "
 		        "block device, not %s\n", b->o.origin_path);

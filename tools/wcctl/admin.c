@@ -18,29 +18,28 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flush/flush.h"
 #include "wcctl.h"
 
 /* The superblock as the file holds it now (after wc_close). */
-static bool read_sb(const char *path, struct wcctl_image *img)
+static bool read_sb(const char *path, struct wcadm_image *img)
 {
-	int ret = wcctl_image_open(img, path);
+	int ret = wcadm_image_open(img, path);
 
 	if (img->fd >= 0)
-		wcctl_image_close(img);
+		wcadm_image_close(img);
 	return ret == 0;
 }
 
 /* The superblock and the commit point (floor, records) as the file holds
  * them now; the values stay in *img after it is closed. */
-static bool read_commit(const char *path, struct wcctl_image *img)
+static bool read_commit(const char *path, struct wcadm_image *img)
 {
-	int ret = wcctl_image_open(img, path);
+	int ret = wcadm_image_open(img, path);
 
 	if (!ret)
-		ret = wcctl_image_commit(img);
+		ret = wcadm_image_commit(img);
 	if (img->fd >= 0)
-		wcctl_image_close(img);
+		wcadm_image_close(img);
 	return ret == 0;
 }
 
@@ -65,7 +64,7 @@ int wcctl_create(int argc, char **argv)
 {
 	const char *cmd = argv[0], *options = NULL, *size = NULL, *cache, *origin;
 	struct wc_config cfg;
-	struct wcctl_image img;
+	struct wcadm_image img;
 	struct wc_stats st;
 	wc_cache *c;
 	char s1[32], s2[32], uuid[40], granularity[16], idbuf[1024];
@@ -171,9 +170,9 @@ struct status_view {
 	uint64_t size;
 	struct wc_pmem_info pmem;
 	const char *pmem_source;
-	struct wcctl_image img;        /* after wc_close */
+	struct wcadm_image img;        /* after wc_close */
 	bool sb_ok;
-	struct wcctl_image before;     /* before wc_open: what recovery started from */
+	struct wcadm_image before;     /* before wc_open: what recovery started from */
 	bool before_ok;
 	/* st.granularity and st.origin_mode point into the cache: copies
 	 * that outlive wc_close */
@@ -226,10 +225,7 @@ static void status_json(const struct status_view *v)
 		wct_json_null(&j, "commit_at_open");
 	wct_json_object(&j, "flush_policy", false);
 	wct_json_str(&j, "source", v->pmem_source);
-	wct_json_threshold(&j, "threshold", v->pmem.threshold);
-	wct_json_str(&j, "small", v->pmem.small_strategy);
-	wct_json_str(&j, "large", v->pmem.large_strategy);
-	wct_json_str(&j, "reason", v->pmem.reason);
+	wcctl_json_policy(&j, &v->pmem);
 	wct_json_u64(&j, "line_size", v->pmem.line_size);
 	wct_json_end(&j);
 	wct_json_end(&j);
@@ -248,16 +244,16 @@ static void status_text(const struct status_view *v)
 		       wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid),
 		       wcctl_time_str(when, sizeof(when), v->img.sb.format_time));
 		printf("commit point   %" PRIu64 " (from %s%s), floor seq_count %" PRIu64 "\n",
-		       v->img.cp.seq, v->img.cp_slot < 0 ? "the " : "",
-		       wcctl_commit_source(s1, sizeof(s1), &v->img), v->img.cp.floor);
-		for (unsigned i = 0; i < WC_RECORD_SLOTS; i++)
+		       v->img.cp_seq, v->img.cp_slot < 0 ? "the " : "",
+		       wcctl_commit_source(s1, sizeof(s1), &v->img), v->img.cp_floor);
+		for (unsigned i = 0; i < WCADM_RECORD_SLOTS; i++)
 			printf("%s%u: %s\n", i ? "               record " : "records        record ", i,
 			       wcctl_record_str(line, sizeof(line), &v->img, i));
 	}
 	if (v->before_ok)
 		printf("at open        commit point %" PRIu64 " (from %s%s), floor seq_count %" PRIu64
-		       "\n", v->before.cp.seq, v->before.cp_slot < 0 ? "the " : "",
-		       wcctl_commit_source(s1, sizeof(s1), &v->before), v->before.cp.floor);
+		       "\n", v->before.cp_seq, v->before.cp_slot < 0 ? "the " : "",
+		       wcctl_commit_source(s1, sizeof(s1), &v->before), v->before.cp_floor);
 	printf("origin         %s: %s\n", v->origin, wct_size_str(s1, sizeof(s1), v->size));
 	printf("origin mode    %s\n", st->origin_mode);
 	printf("origin id      %s\n", st->origin_identity);
@@ -306,21 +302,21 @@ static void status_text(const struct status_view *v)
  */
 static int status_live(const char *cmd, const char *cache, const char *origin, bool json)
 {
-	struct wcctl_image img;
+	struct wcadm_image img;
 	char s1[32], s2[32], uuid[40], when[64], live[256], line[1024];
 	uint64_t used;
-	int ret = wcctl_image_open(&img, cache);
+	int ret = wcadm_image_open(&img, cache);
 
 	if (img.fd < 0) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
 	}
 	if (!ret)
-		ret = wcctl_image_classify(&img);
+		ret = wcadm_image_classify(&img);
 	if (ret) {
 		fprintf(stderr, "%s: %s: %s%s\n", cmd, wcctl_live_str(live, sizeof(live), &img),
 		        wc_errmsg(), img.sb_ok ? "" : " (its owner may be formatting it)");
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return WCCTL_FAIL;
 	}
 	used = img.n_committed + img.n_superseded + img.n_uncommitted + img.n_outside +
@@ -336,7 +332,7 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 		wct_json_str(&j, "holder", wcctl_live_str(live, sizeof(live), &img));
 		wct_json_u64(&j, "blocks", img.sb.n_blocks);
 		wct_json_u64(&j, "block_size", img.sb.block_size);
-		wct_json_u64(&j, "size", wcctl_origin_size(&img));
+		wct_json_u64(&j, "size", wcadm_image_origin_size(&img));
 		wcctl_json_identity(&j, "origin_identity", &img);
 		wct_json_str(&j, "uuid", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
 		wct_json_u64(&j, "seq_count", img.sb.seq_count);
@@ -349,7 +345,7 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 		wct_json_u64(&j, "free", img.n_free);
 		wct_json_end(&j);
 		wct_json_end(&j);
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return WCCTL_OK;
 	}
 	printf("state          %s\n", wcctl_live_str(live, sizeof(live), &img));
@@ -360,10 +356,10 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 	       wct_size_str(s1, sizeof(s1), img.sb.n_blocks * (uint64_t)img.sb.block_size));
 	printf("               uuid %s, formatted %s\n", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid),
 	       wcctl_time_str(when, sizeof(when), img.sb.format_time));
-	printf("commit point   %" PRIu64 " (from %s%s), floor seq_count %" PRIu64 "\n", img.cp.seq,
+	printf("commit point   %" PRIu64 " (from %s%s), floor seq_count %" PRIu64 "\n", img.cp_seq,
 	       img.cp_slot < 0 ? "the " : "", wcctl_commit_source(s1, sizeof(s1), &img),
-	       img.cp.floor);
-	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++)
+	       img.cp_floor);
+	for (unsigned i = 0; i < WCADM_RECORD_SLOTS; i++)
 		printf("%s%u: %s\n", i ? "               record " : "records        record ", i,
 		       wcctl_record_str(line, sizeof(line), &img, i));
 	printf("entries        %" PRIu64 " committed (dirty), %" PRIu64 " superseded, %" PRIu64
@@ -374,14 +370,14 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 	printf("in use         %" PRIu64 " blocks (%s)\n", used,
 	       wct_size_str(s2, sizeof(s2), used * (uint64_t)img.sb.block_size));
 	printf("origin         %s: %s (held by the same owner)\n", origin,
-	       wct_size_str(s1, sizeof(s1), wcctl_origin_size(&img)));
+	       wct_size_str(s1, sizeof(s1), wcadm_image_origin_size(&img)));
 	/* The owner holds the origin (locked, O_EXCL): it cannot be opened
 	 * here to compare identities, only names. */
-	if (img.oid_slot >= 0 && strcmp(img.oid[img.oid_slot].name, origin))
+	if (img.oid_slot >= 0 && strcmp(img.oid.name, origin))
 		printf("               not the name the cache records (%s): the owner's origin is "
-		       "that one, whatever its name here\n", img.oid[img.oid_slot].name);
+		       "that one, whatever its name here\n", img.oid.name);
 	printf("origin id      %s\n", wcctl_identity_str(line, sizeof(line), &img));
-	wcctl_image_close(&img);
+	wcadm_image_close(&img);
 	return WCCTL_OK;
 }
 

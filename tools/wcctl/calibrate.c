@@ -8,15 +8,11 @@
  * that prints every point; `wcbench calibrate --cache` measures a cache on
  * its own free blocks and records the result.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
-
-#include <fcntl.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "util/error.h"
-#include "core/policy_line.h"
 #include "wcctl.h"
 
 static void usage(FILE *f)
@@ -57,52 +53,39 @@ static const char *cpu_flags(char *buf, size_t len, unsigned cpu)
 
 /* The superblock's policy line of `path` (validated superblock first);
  * `live` receives "live, in use by ..." for a cache open elsewhere, else "". */
-static int read_record(const char *path, struct wc_pmem_policy *rec, char *live, size_t len)
+static int read_record(const char *path, struct wcadm_policy *rec, char *live, size_t len)
 {
-	struct wcctl_image img;
-	int ret = wcctl_image_open(&img, path);
+	struct wcadm_image img;
+	int ret = wcadm_image_open(&img, path);
 
 	live[0] = '\0';
 	if (img.fd >= 0 && img.live)
 		wcctl_live_str(live, len, &img);
-
-	if (ret) {
-		if (img.fd >= 0)
-			wcctl_image_close(&img);
-		return ret;
-	}
-	if (pread(img.fd, rec, sizeof(*rec), WC_POLICY_OFFSET) != (ssize_t)sizeof(*rec)) {
-		ret = wc_err_sys(-errno, "%s: read the flush policy line at offset %u", path,
-		                 WC_POLICY_OFFSET);
-	}
-	wcctl_image_close(&img);
+	if (!ret)
+		ret = wcadm_image_policy(&img, rec);
+	wcadm_image_close(&img);
 	return ret;
 }
 
 /* "recorded ..." line(s) for a cache's record; `measured` is this run's. */
-static void print_record(const char *cache, const struct wc_pmem_policy *rec, size_t measured)
+static void print_record(const char *cache, const struct wcadm_policy *rec, size_t measured)
 {
-	char res[64], cpu[160], when[64];
-	unsigned features;
-	int flush_insn, valid = wc_policy_check(rec);
-	static const struct wc_pmem_config none;
+	char when[64];
 
-	if (valid == -ENODATA) {
+	if (rec->valid == -ENODATA) {
 		printf("recorded     none in %s (wc_open measures on its free blocks)\n", cache);
 		return;
 	}
-	if (valid) {
+	if (rec->valid) {
 		printf("recorded     damaged in %s: %s (wc_open measures again)\n", cache,
-		       wc_errmsg());
+		       rec->damage);
 		return;
 	}
-	wc_policy_inputs(&none, &features, &flush_insn);
-	printf("recorded     %s, on %s's free blocks (%s, up to %u KiB, %.0f ms)\n",
-	       wc_policy_result_str(res, sizeof(res), rec->threshold), cache,
-	       wcctl_time_str(when, sizeof(when), rec->time), rec->max_size_kib,
+	printf("recorded     %s, on %s's free blocks (%s, up to %u KiB, %.0f ms)\n", rec->result,
+	       cache, wcctl_time_str(when, sizeof(when), rec->time), rec->max_size_kib,
 	       rec->elapsed_us / 1e3);
-	printf("             on %s: %s\n", wc_policy_cpu_str(cpu, sizeof(cpu), rec),
-	       wc_policy_matches(rec, features, flush_insn)
+	printf("             on %s: %s\n", rec->cpu,
+	       rec->matches
 	               ? "this CPU and setup, so wc_open uses it"
 	               : "NOT this CPU or setup, so wc_open measures again");
 	if ((rec->threshold == UINT64_MAX) != (measured == SIZE_MAX) ||
@@ -114,7 +97,7 @@ static void print_record(const char *cache, const struct wc_pmem_policy *rec, si
 int wcctl_calibrate(int argc, char **argv)
 {
 	const char *cmd = argv[0], *cache = NULL;
-	struct wc_pmem_policy rec;
+	struct wcadm_policy rec;
 	struct wc_pmem_info info;
 	size_t measured;
 	bool json = false, env_bad;
@@ -164,36 +147,24 @@ int wcctl_calibrate(int argc, char **argv)
 		wct_json_threshold(&j, "measured_threshold", measured);
 		wct_json_num(&j, "measure_ms", "%.1f", ms);
 		wct_json_object(&j, "in_force", false);
-		wct_json_threshold(&j, "threshold", info.threshold);
-		wct_json_str(&j, "small", info.small_strategy);
-		wct_json_str(&j, "large", info.large_strategy);
-		wct_json_str(&j, "reason", info.reason);
+		wcctl_json_policy(&j, &info);
 		wct_json_end(&j);
 		wct_json_object(&j, "cpu", false);
-		wct_json_str(&j, "vendor", info.vendor);
-		wct_json_u64(&j, "family", info.family);
-		wct_json_u64(&j, "model", info.model);
-		wct_json_u64(&j, "stepping", info.stepping);
-		wct_json_u64(&j, "line_size", info.line_size);
+		wct_json_cpu(&j, &info);
 		wct_json_str(&j, "features", flags);
 		wct_json_end(&j);
 		if (cache) {
-			unsigned features;
-			int flush_insn, valid = wc_policy_check(&rec);
-			static const struct wc_pmem_config none;
-
-			wc_policy_inputs(&none, &features, &flush_insn);
 			wct_json_object(&j, "recorded", false);
 			wct_json_str(&j, "cache", cache);
-			wct_json_str(&j, "state", valid == -ENODATA ? "none" : valid ? "damaged" : "valid");
+			wct_json_str(&j, "state", rec.valid == -ENODATA ? "none" : rec.valid ? "damaged"
+			                                                  : "valid");
 			wct_json_bool(&j, "live", live[0]);
-			if (!valid) {
+			if (!rec.valid) {
 				wct_json_threshold(&j, "threshold", rec.threshold == UINT64_MAX ? SIZE_MAX :
 				                   (size_t)rec.threshold);
 				wct_json_u64(&j, "max_size_kib", rec.max_size_kib);
 				wct_json_u64(&j, "time", rec.time);
-				wct_json_bool(&j, "matches_this_cpu",
-				              wc_policy_matches(&rec, features, flush_insn));
+				wct_json_bool(&j, "matches_this_cpu", rec.matches);
 			}
 			wct_json_end(&j);
 		}

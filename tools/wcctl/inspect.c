@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * inspect.c -- `wcctl check` and `wcctl dump`: offline views of a cache
- * image (image.c), without the origin and without writing a byte.
+ * image (wcadm_image, shown by image.c), without the origin and without
+ * writing a byte.
  *
- * Both print the commit point the way recovery computes it (image.c): the
- * floor seq_count, the two commit records and which of them, if any,
- * moves the point above the floor.
+ * Both print the commit point the way recovery computes it: the floor
+ * seq_count, the two commit records and which of them, if any, moves the
+ * point above the floor.
  *
  * What counts as damage is what makes recovery refuse, or what the commit
- * protocol can never produce: a superblock wc_sb_validate rejects, a
+ * protocol can never produce: a superblock wc_open's validation rejects, a
  * committed entry beyond the origin, two committed entries with one origin
  * block and one seq.  Uncommitted entries and torn or mismatching records
  * are not damage: a crash between a write and its commit leaves them, and
@@ -22,17 +23,17 @@
 
 #include "wcctl.h"
 
-static void print_sb(const struct wcctl_image *img, const char *prefix)
+static void print_sb(const struct wcadm_image *img, const char *prefix)
 {
-	const struct wc_pmem_sb *sb = &img->sb;
+	const struct wcadm_sb *sb = &img->sb;
 	char s1[32], s2[32], uuid[40], when[64], idbuf[1024];
 
 	printf("%s%s: format %u, %" PRIu64 " blocks of %u B (%s), origin %s (%" PRIu64
 	       " blocks)\n",
 	       prefix, img->path, sb->version, sb->n_blocks, sb->block_size,
 	       wct_size_str(s1, sizeof(s1), sb->n_blocks * (uint64_t)sb->block_size),
-	       wct_size_str(s2, sizeof(s2), wcctl_origin_size(img)),
-	       sb->block_size ? wcctl_origin_size(img) / sb->block_size : 0);
+	       wct_size_str(s2, sizeof(s2), wcadm_image_origin_size(img)),
+	       sb->block_size ? wcadm_image_origin_size(img) / sb->block_size : 0);
 	printf("%suuid %s, formatted %s\n", prefix, wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid),
 	       wcctl_time_str(when, sizeof(when), sb->format_time));
 	printf("%sorigin identity %s\n", prefix, wcctl_identity_str(idbuf, sizeof(idbuf), img));
@@ -95,16 +96,16 @@ static void problem(struct problems *p, const char *kind, const char *fmt, ...)
 }
 
 /* The superblock's fields as the JSON object `key`. */
-static void json_sb(struct wct_json *j, const char *key, const struct wcctl_image *img)
+static void json_sb(struct wct_json *j, const char *key, const struct wcadm_image *img)
 {
-	const struct wc_pmem_sb *sb = &img->sb;
+	const struct wcadm_sb *sb = &img->sb;
 	char uuid[40];
 
 	wct_json_object(j, key, false);
 	wct_json_u64(j, "version", sb->version);
 	wct_json_u64(j, "block_size", sb->block_size);
 	wct_json_u64(j, "n_blocks", sb->n_blocks);
-	wct_json_u64(j, "origin_size", wcctl_origin_size(img));
+	wct_json_u64(j, "origin_size", wcadm_image_origin_size(img));
 	wct_json_str(j, "uuid", wcctl_uuid_str(uuid, sizeof(uuid), sb->uuid));
 	wct_json_u64(j, "format_time", sb->format_time);
 	wct_json_u64(j, "entries_offset", img->layout.entries_offset);
@@ -113,7 +114,7 @@ static void json_sb(struct wct_json *j, const char *key, const struct wcctl_imag
 	wct_json_end(j);
 }
 
-static void json_counts(struct wct_json *j, const char *key, const struct wcctl_image *img)
+static void json_counts(struct wct_json *j, const char *key, const struct wcadm_image *img)
 {
 	wct_json_object(j, key, false);
 	wct_json_u64(j, "committed", img->n_committed);
@@ -126,7 +127,7 @@ static void json_counts(struct wct_json *j, const char *key, const struct wcctl_
 }
 
 /* The head every JSON view of an image starts with. */
-static void json_head(struct wct_json *j, const struct wcctl_image *img)
+static void json_head(struct wct_json *j, const struct wcadm_image *img)
 {
 	wct_json_init(j, stdout);
 	wct_json_object(j, NULL, true);
@@ -137,7 +138,7 @@ static void json_head(struct wct_json *j, const struct wcctl_image *img)
 int wcctl_check(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct wcctl_image img;
+	struct wcadm_image img;
 	struct problems pr = { .max = 100 };
 	uint64_t origin_blocks, damage;
 	bool id_damaged;
@@ -153,7 +154,7 @@ int wcctl_check(int argc, char **argv)
 	if (ret)
 		return ret;
 
-	ret = wcctl_image_open(&img, argv[optind]);
+	ret = wcadm_image_open(&img, argv[optind]);
 	if (img.fd < 0) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
@@ -169,20 +170,20 @@ int wcctl_check(int argc, char **argv)
 		wct_json_end(&pr.j);
 		wct_json_str(&pr.j, "result", "damaged");
 		wct_json_end(&pr.j);
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return WCCTL_FAIL;
 	}
 	if (ret) {
 		printf("superblock: DAMAGED: %s\n", wc_errmsg());
 		printf("result: %s: DAMAGED (superblock; entries not checked)%s\n", img.path,
 		       img.live ? "; its owner may be formatting it" : "");
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return WCCTL_FAIL;
 	}
-	ret = wcctl_image_classify(&img);
+	ret = wcadm_image_classify(&img);
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return WCCTL_FAIL;
 	}
 	if (pr.json) {
@@ -199,55 +200,54 @@ int wcctl_check(int argc, char **argv)
 		print_sb(&img, "  ");
 		wcctl_print_commit(&img, "  ");
 	}
-	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++) {
-		const struct wc_pmem_record *r = &img.rec[i];
-		const struct wcctl_record_info *ri = &img.rinfo[i];
+	for (unsigned i = 0; i < WCADM_RECORD_SLOTS; i++) {
+		const struct wcadm_record *r = &img.rec[i];
 
-		if (ri->state == WCCTL_REC_TORN)
+		if (r->state == WCADM_REC_TORN)
 			problem(&pr, "info",
 			        "record %u (offset %" PRIu64 "): torn (CRC32C of bytes 0..23 or seq out "
 			        "of range): ignored%s",
-			        i, wcctl_record_offset(i), r->seq ? ", recovery erases it" : "");
-		else if (ri->state == WCCTL_REC_MISMATCH)
+			        i, wcadm_record_offset(i), r->seq ? ", recovery erases it" : "");
+		else if (r->state == WCADM_REC_MISMATCH)
 			problem(&pr, "info",
 			        "record %u (offset %" PRIu64 "): seq %" PRIu64 " claims %" PRIu64
 			        " entries of epoch %" PRIu64 ", the entries hold %" PRIu64 "%s: that "
 			        "commit did not happen, recovery erases the record",
-			        i, wcctl_record_offset(i), r->seq, r->count, r->seq - 1, ri->found,
-			        ri->found == r->count ? " with another digest" : "");
+			        i, wcadm_record_offset(i), r->seq, r->count, r->seq - 1, r->found,
+			        r->found == r->count ? " with another digest" : "");
 	}
-	if (wcctl_identity_damaged(&img))
+	if (wcadm_image_identity_damaged(&img))
 		problem(&pr, "damage", "origin identity (offsets %u and %u): neither slot is intact; "
-		        "the cache opens only with `wcctl set-origin --force`", WC_ORIGIN_ID_OFFSET,
-		        WC_ORIGIN_ID_OFFSET + 512);
-	origin_blocks = wcctl_origin_size(&img) / img.sb.block_size;
+		        "the cache opens only with `wcctl set-origin --force`", WCADM_ORIGIN_ID_OFFSET,
+		        WCADM_ORIGIN_ID_OFFSET + WCADM_ORIGIN_ID_SIZE);
+	origin_blocks = wcadm_image_origin_size(&img) / img.sb.block_size;
 	for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
-		const struct wc_pmem_entry *pe = &img.entries[i];
-		const struct wcctl_entry_info *e = &img.info[i];
+		const struct wcadm_entry *pe = &img.entries[i];
+		const struct wcadm_entry_info *e = &img.info[i];
 
-		if (e->state == WCCTL_OUTSIDE)
+		if (e->state == WCADM_OUTSIDE)
 			problem(&pr, "damage",
 			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
 			        " (seq %" PRIu64 ") is beyond the origin's %" PRIu64 " blocks",
-			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq,
+			        i, wcadm_entry_offset(&img, i), pe->origin_block, pe->seq,
 			        origin_blocks);
-		else if (e->state == WCCTL_DUPLICATE)
+		else if (e->state == WCADM_DUPLICATE)
 			problem(&pr, "damage",
 			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
 			        " seq %" PRIu64 " is also held by entry %" PRIu32 " (offset %" PRIu64
 			        "): two committed versions in one commit",
-			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq, e->other,
-			        wcctl_entry_offset(&img, e->other));
-		else if (e->state == WCCTL_UNCOMMITTED)
+			        i, wcadm_entry_offset(&img, i), pe->origin_block, pe->seq, e->other,
+			        wcadm_entry_offset(&img, e->other));
+		else if (e->state == WCADM_UNCOMMITTED)
 			problem(&pr, "info",
 			        "entry %" PRIu64 " (offset %" PRIu64 "): origin block %" PRIu64
 			        " uncommitted (seq %" PRIu64 " >= commit point %" PRIu64
 			        "): recovery drops it",
-			        i, wcctl_entry_offset(&img, i), pe->origin_block, pe->seq,
-			        img.cp.seq);
+			        i, wcadm_entry_offset(&img, i), pe->origin_block, pe->seq,
+			        img.cp_seq);
 	}
 	damage = img.n_outside + img.n_duplicate;
-	id_damaged = wcctl_identity_damaged(&img);
+	id_damaged = wcadm_image_identity_damaged(&img);
 	/* A live image moves under the read: the owner's recovery accepted
 	 * it, so what looks inconsistent here is a read that raced a commit,
 	 * not damage. */
@@ -260,7 +260,7 @@ int wcctl_check(int argc, char **argv)
 		wct_json_str(&pr.j, "result", id_damaged ? "damaged" : !damage ? "clean"
 		             : img.live ? "live-unsettled" : "damaged");
 		wct_json_end(&pr.j);
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return id_damaged || (damage && !img.live) ? WCCTL_FAIL : WCCTL_OK;
 	}
 	if (pr.left_out)
@@ -284,7 +284,7 @@ int wcctl_check(int argc, char **argv)
 	else
 		printf("result: %s: clean%s%s%s\n", img.path, img.live ? " (" : "",
 		       img.live ? wcctl_live_str(live, sizeof(live), &img) : "", img.live ? ")" : "");
-	wcctl_image_close(&img);
+	wcadm_image_close(&img);
 	return id_damaged || (damage && !img.live) ? WCCTL_FAIL : WCCTL_OK;
 }
 
@@ -304,7 +304,7 @@ static void dump_usage(FILE *f)
 int wcctl_dump(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	struct wcctl_image img;
+	struct wcadm_image img;
 	bool all = false, json = false;
 	char live[256];
 	const struct wct_opt opts[] = {
@@ -318,13 +318,13 @@ int wcctl_dump(int argc, char **argv)
 	if (ret)
 		return ret;
 
-	ret = wcctl_image_open(&img, argv[optind]);
+	ret = wcadm_image_open(&img, argv[optind]);
 	if (!ret)
-		ret = wcctl_image_classify(&img);
+		ret = wcadm_image_classify(&img);
 	if (ret) {
 		fprintf(stderr, "%s: %s%s\n", cmd, wc_errmsg(),
 		        img.fd >= 0 ? " (wcctl check tells more)" : "");
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return WCCTL_FAIL;
 	}
 	if (json) {
@@ -336,27 +336,27 @@ int wcctl_dump(int argc, char **argv)
 		json_counts(&j, "counts", &img);
 		wct_json_array(&j, "entries", true);
 		for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
-			const struct wc_pmem_entry *pe = &img.entries[i];
-			const struct wcctl_entry_info *e = &img.info[i];
+			const struct wcadm_entry *pe = &img.entries[i];
+			const struct wcadm_entry_info *e = &img.info[i];
 
-			if (e->state == WCCTL_FREE && !all)
+			if (e->state == WCADM_FREE && !all)
 				continue;
 			wct_json_object(&j, NULL, false);
 			wct_json_u64(&j, "index", i);
-			wct_json_u64(&j, "offset", wcctl_entry_offset(&img, i));
+			wct_json_u64(&j, "offset", wcadm_entry_offset(&img, i));
 			/* null for all-ones: a free entry's seq, a never used entry's block */
-			if (pe->origin_block == WC_NONE)
+			if (pe->origin_block == WCADM_NONE)
 				wct_json_null(&j, "origin_block");
 			else
 				wct_json_u64(&j, "origin_block", pe->origin_block);
-			if (pe->seq == WC_NONE)
+			if (pe->seq == WCADM_NONE)
 				wct_json_null(&j, "seq");
 			else
 				wct_json_u64(&j, "seq", pe->seq);
 			wct_json_str(&j, "state", wcctl_state_name(e->state));
 			wct_json_u64(&j, "data_offset",
 			             img.layout.data_offset + i * (uint64_t)img.layout.block_size);
-			if (e->other == WCCTL_NO_ENTRY)
+			if (e->other == WCADM_NO_ENTRY)
 				wct_json_null(&j, "other");
 			else
 				wct_json_u64(&j, "other", e->other);
@@ -364,7 +364,7 @@ int wcctl_dump(int argc, char **argv)
 		}
 		wct_json_end(&j);
 		wct_json_end(&j);
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return WCCTL_OK;
 	}
 	if (img.live)
@@ -379,15 +379,15 @@ int wcctl_dump(int argc, char **argv)
 	printf("#%9s %12s %14s %12s %-14s %14s %s\n", "index", "offset", "origin_block", "seq",
 	       "state", "data_offset", "note");
 	for (uint64_t i = 0; i < img.layout.n_blocks; i++) {
-		const struct wc_pmem_entry *pe = &img.entries[i];
-		const struct wcctl_entry_info *e = &img.info[i];
+		const struct wcadm_entry *pe = &img.entries[i];
+		const struct wcadm_entry_info *e = &img.info[i];
 		char origin[24], seq[24], note[48] = "";
 
-		if (e->state == WCCTL_FREE && !all)
+		if (e->state == WCADM_FREE && !all)
 			continue;
-		if (e->state == WCCTL_FREE) {
+		if (e->state == WCADM_FREE) {
 			/* A freed entry keeps the origin block it last held. */
-			if (pe->origin_block == WC_NONE)
+			if (pe->origin_block == WCADM_NONE)
 				snprintf(origin, sizeof(origin), "-");
 			else
 				snprintf(origin, sizeof(origin), "(%" PRIu64 ")", pe->origin_block);
@@ -396,14 +396,14 @@ int wcctl_dump(int argc, char **argv)
 			snprintf(origin, sizeof(origin), "%" PRIu64, pe->origin_block);
 			snprintf(seq, sizeof(seq), "%" PRIu64, pe->seq);
 		}
-		if (e->state == WCCTL_SUPERSEDED)
+		if (e->state == WCADM_SUPERSEDED)
 			snprintf(note, sizeof(note), "superseded-by %" PRIu32, e->other);
-		else if (e->state == WCCTL_DUPLICATE)
+		else if (e->state == WCADM_DUPLICATE)
 			snprintf(note, sizeof(note), "same-seq-as %" PRIu32, e->other);
 		printf("%10" PRIu64 " %12" PRIu64 " %14s %12s %-14s %14" PRIu64 " %s\n", i,
-		       wcctl_entry_offset(&img, i), origin, seq, wcctl_state_name(e->state),
+		       wcadm_entry_offset(&img, i), origin, seq, wcctl_state_name(e->state),
 		       img.layout.data_offset + i * (uint64_t)img.layout.block_size, note);
 	}
-	wcctl_image_close(&img);
+	wcadm_image_close(&img);
 	return WCCTL_OK;
 }

@@ -5,8 +5,9 @@
  *
  * Every subcommand is one row of `commands` and parses its own options
  * (and --help).  Files: admin.c (create, status, writeback: through the
- * library), inspect.c (check, dump: offline, through image.c, never
- * writing), calibrate.c.  Exit status: 0 ok, 1 failure, 2 usage.
+ * library), inspect.c (check, dump: offline, through the admin
+ * interface's image reader, shown by image.c, never writing),
+ * calibrate.c.  Exit status: 0 ok, 1 failure, 2 usage.
  */
 #include <stdio.h>
 #include <string.h>
@@ -63,7 +64,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("wcctl (libwcache) %d.%d, on-pmem format version %u\n", WCACHE_VERSION_MAJOR,
-		       WCACHE_VERSION_MINOR, WC_FORMAT_VERSION);
+		       WCACHE_VERSION_MINOR, WCADM_FORMAT_VERSION);
 		return WCCTL_OK;
 	}
 	for (size_t i = 0; i < NCOMMANDS; i++) {

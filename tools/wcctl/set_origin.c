@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * set_origin.c -- `wcctl set-origin`: bind a cache to an origin other than
- * the one it records (lib/bind.c).
+ * the one it records (lib/core/bind.c).
  *
  * A clean cache holds nothing of its origin, so binding it to another is
  * safe and done at once.  A dirty cache holds blocks that write-back will
@@ -40,9 +40,9 @@ static void set_origin_usage(FILE *f)
 static int look(const char *cmd, const char *cache, char *recorded, size_t len, uint64_t *dirty,
                 uint32_t *block_size)
 {
-	struct wcctl_image img;
+	struct wcadm_image img;
 	char live[256];
-	int ret = wcctl_image_open(&img, cache);
+	int ret = wcadm_image_open(&img, cache);
 
 	if (img.fd < 0) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
@@ -50,20 +50,20 @@ static int look(const char *cmd, const char *cache, char *recorded, size_t len, 
 	}
 	if (!ret && img.live) {
 		fprintf(stderr, "%s: %s: close it first\n", cmd, wcctl_live_str(live, sizeof(live), &img));
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return WCCTL_FAIL;
 	}
 	if (!ret)
-		ret = wcctl_image_classify(&img);
+		ret = wcadm_image_classify(&img);
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
-		wcctl_image_close(&img);
+		wcadm_image_close(&img);
 		return WCCTL_FAIL;
 	}
 	wcctl_identity_str(recorded, len, &img);
 	*dirty = img.n_committed;
 	*block_size = img.sb.block_size;
-	wcctl_image_close(&img);
+	wcadm_image_close(&img);
 	return WCCTL_OK;
 }
 

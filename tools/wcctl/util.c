@@ -27,6 +27,14 @@ const char *wcctl_time_str(char *buf, size_t len, uint64_t epoch_s)
 	return buf;
 }
 
+void wcctl_json_policy(struct wct_json *j, const struct wc_pmem_info *in)
+{
+	wct_json_threshold(j, "threshold", in->threshold);
+	wct_json_str(j, "small", in->small_strategy);
+	wct_json_str(j, "large", in->large_strategy);
+	wct_json_str(j, "reason", in->reason);
+}
+
 int wcctl_config(struct wc_config *cfg, const char *cmd, const char *options, const char *size,
                  bool for_open)
 {
