@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * engine.h -- internals of the flush engine shared by the lib/flush files, the
- * tests and wcbench: CPU detection, the strategy table, and the store and
+ * tests and the admin interface (lib/admin, for wcbench): CPU detection, the strategy table, and the store and
  * flush primitives every strategy is built from.
  *
  * Nothing here fences.  The one fence is wc_drain_sfence() (cached.c), and

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flush.h -- the flush engine's internal contract, shared by the files of lib/flush,
- * the cache (lib/), wcbench and the tests.
+ * the cache (lib/), the admin interface and the tests.
  *
  * Its names start with wc_persist_, apart from the public wc_pmem_* of
  * wcache.h and from wc_flush(), which is a cache's commit, not an engine
