@@ -23,19 +23,10 @@
 #include "core/wcconfig.h"
 #include "origin/origin.h"
 #include "util/error.h"
+#include "util/bytes.h"
 
 _Static_assert(WC_CONFIG_SIZE_0_2 == sizeof(struct wc_config),
                "struct wc_config changed: update WC_CONFIG_SIZE_0_2's meaning and docs/ABI.md");
-
-static bool all_zero(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
-}
 
 static void copy_prefix(void *dst, size_t dst_size, const void *src, size_t src_size)
 {
@@ -75,13 +66,13 @@ int wc_config_import(struct wc_config *dst, const struct wc_config *src)
 	if (size < WC_CONFIG_SIZE_0_1 + sizeof(src->size))
 		return wc_err(-EINVAL, "struct wc_config: size %zu is too small (initialise it with "
 		              "wc_config_init())", size);
-	if (size > sizeof(*dst) && !all_zero((const char *)src + sizeof(*dst), size - sizeof(*dst)))
+	if (size > sizeof(*dst) && !wc_all_zero((const char *)src + sizeof(*dst), size - sizeof(*dst)))
 		return wc_err(-EINVAL, "struct wc_config: fields past the %zu bytes libwcache %s knows "
 		              "are set (the program was built against a newer libwcache)",
 		              sizeof(*dst), WCACHE_VERSION_STRING);
 	memset(dst, 0, sizeof(*dst));
 	copy_prefix(dst, sizeof(*dst), src, size);
-	if (!all_zero(dst->reserved, sizeof(dst->reserved)) || dst->reserved32)
+	if (!wc_all_zero(dst->reserved, sizeof(dst->reserved)) || dst->reserved32)
 		return wc_err(-EINVAL, "struct wc_config: reserved fields are set (the program was "
 		              "built against a newer libwcache than %s, or did not zero them)",
 		              WCACHE_VERSION_STRING);

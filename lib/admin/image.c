@@ -24,6 +24,7 @@
 #include "core/format.h"
 #include "util/error.h"
 #include "util/lock.h"
+#include "util/bytes.h"
 
 /* The numbers wcadmin.h repeats from the format, checked here. */
 _Static_assert(WCADM_FORMAT_VERSION == WC_FORMAT_VERSION, "format version");
@@ -174,16 +175,6 @@ int wcadm_image_open(struct wcadm_image *img, const char *path)
 	return ret;
 }
 
-static bool all_zero(const void *p, size_t len)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < len; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 /* Count the entries of a record's epoch and check its digest. */
 static void record_scan(struct wcadm_image *img, const struct wc_pmem_entry *entries,
                         unsigned slot)
@@ -227,7 +218,7 @@ static void record_states(struct wcadm_image *img, const struct wc_pmem_entry *e
 		struct wcadm_record *ri = &img->rec[i];
 
 		if (!ri->intact)
-			ri->state = all_zero(r, sizeof(*r)) ? WCADM_REC_EMPTY : WCADM_REC_TORN;
+			ri->state = wc_all_zero(r, sizeof(*r)) ? WCADM_REC_EMPTY : WCADM_REC_TORN;
 		else if (r->seq <= img->cp_floor)
 			ri->state = WCADM_REC_COVERED;
 		else if ((int)i == top)

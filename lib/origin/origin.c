@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "origin/origin.h"
+#include "util/bytes.h"
 
 /*
  * How long one poll() inside wc_origin_rw_sync may block.  Another thread
@@ -136,16 +137,6 @@ static bool sized_table(const struct wc_origin *o, struct wc_origin *t)
 	return false;
 }
 
-static bool all_zero(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 /* The fields 0.5 added, of a table that has them (`o` is not wrapped). */
 static int check_sized(struct wc_origin *o)
 {
@@ -157,7 +148,7 @@ static int check_sized(struct wc_origin *o)
 	if (size == 0) {
 		/* Source written for 0.4, built with this header: the fields
 		 * are there, zeroed by the initializer, unless set by hand. */
-		if (ops->caps || ops->identify || !all_zero(ops->reserved, sizeof(ops->reserved)))
+		if (ops->caps || ops->identify || !wc_all_zero(ops->reserved, sizeof(ops->reserved)))
 			return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: ops_size is 0 (a table "
 			              "written for libwcache 0.4 or before) but caps, identify or "
 			              "reserved are set: set ops_size to sizeof(struct wc_origin_ops) "
@@ -170,7 +161,7 @@ static int check_sized(struct wc_origin *o)
 		              "%zu in libwcache %s): set it to sizeof(struct wc_origin_ops) "
 		              "(WC_ORIGIN_OPS_INIT)", d, size,
 		              (size_t)WC_ORIGIN_OPS_SIZE_0_5, sizeof(*ops), WCACHE_VERSION_STRING);
-	if (size > sizeof(*ops) && !all_zero((const char *)ops + sizeof(*ops), size - sizeof(*ops)))
+	if (size > sizeof(*ops) && !wc_all_zero((const char *)ops + sizeof(*ops), size - sizeof(*ops)))
 		return wc_err(-EINVAL, "origin %s: struct wc_origin_ops: ops_size %zu, and ops past "
 		              "the %zu bytes libwcache %s knows are set (the program was built "
 		              "against a newer libwcache)", d,
