@@ -121,7 +121,8 @@
  * blocks' bookkeeping, the epochs' order, the durable floor below the
  * commit point, and the age marks in epoch order.
  */
-static inline bool commit_state_ok(struct wc_cache *c)
+#ifdef WC_DEBUG
+static bool commit_state_ok(struct wc_cache *c)
 {
 	struct wc_commit_state *cs = &c->commit;
 	uint64_t epoch = atomic_load(&cs->epoch), committed = atomic_load(&cs->committed_seq);
@@ -144,6 +145,10 @@ static inline bool commit_state_ok(struct wc_cache *c)
 	}
 	return true;
 }
+#define ASSERT_COMMIT_STATE(c) WC_ASSERT(commit_state_ok(c))
+#else
+#define ASSERT_COMMIT_STATE(c) ((void)0)
+#endif
 
 void wc_entry_invalidate(struct wc_cache *c, uint32_t idx)
 {
@@ -574,7 +579,7 @@ void wc_commit_confirm_locked(struct wc_cache *c)
 	/* Invariant (10): the floor covers the newest record now, so an entry
 	 * it counts may be invalidated. */
 	WC_ASSERT(c->commit.durable_floor == atomic_load(&c->commit.committed_seq));
-	WC_ASSERT(commit_state_ok(c));
+	ASSERT_COMMIT_STATE(c);
 }
 
 /* commit_lock held, after the commit of `epoch` at `now`. */
@@ -644,7 +649,7 @@ static int commit(struct wc_cache *c, uint64_t target, bool has_blocks, bool cou
 	int err, ret = 0;
 
 	wc_storelock_lock(&c->commit.lock);
-	WC_ASSERT(commit_state_ok(c));
+	ASSERT_COMMIT_STATE(c);
 	if (count_flush)
 		c->commit.flushes++;
 	err = wc_has_error(c);
@@ -711,7 +716,7 @@ static int commit(struct wc_cache *c, uint64_t target, bool has_blocks, bool cou
 	atomic_store_explicit(&c->commit.last_ms, now, memory_order_relaxed);
 	c->commit.commits++;
 out:
-	WC_ASSERT(commit_state_ok(c));
+	ASSERT_COMMIT_STATE(c);
 	wc_storelock_unlock(&c->commit.lock);
 	return ret;
 }

@@ -16,11 +16,12 @@
 #include "util/debug.h"
 #include "util/error.h"
 
+#ifdef WC_DEBUG
 /* The chain `origin` hashes to, checked in a debug build after every change
  * to it: everything on it is indexed, and `origin`'s versions appear newest
  * first with at most one of them current (what reads, the commit's
  * free_superseded and write-back's ordering rely on). */
-static inline bool chain_ok(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
+static bool chain_ok(struct wc_cache *c, struct wc_shard *s, uint64_t origin)
 {
 	uint64_t prev_seq = UINT64_MAX;
 	unsigned current = 0, steps = 0;
@@ -37,6 +38,10 @@ static inline bool chain_ok(struct wc_cache *c, struct wc_shard *s, uint64_t ori
 	}
 	return current <= 1;
 }
+#define ASSERT_CHAIN(c, s, origin) WC_ASSERT(chain_ok(c, s, origin))
+#else
+#define ASSERT_CHAIN(c, s, origin) ((void)0)
+#endif
 
 int wc_index_init(struct wc_cache *c)
 {
@@ -89,7 +94,7 @@ void wc_index_insert(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 	c->e[idx].hash_next = *head;
 	*head = idx;
 	wc_entry_set_flags(&c->e[idx], c->e[idx].flags | WC_E_INDEXED);
-	WC_ASSERT(chain_ok(c, s, c->e[idx].origin));
+	ASSERT_CHAIN(c, s, c->e[idx].origin);
 }
 
 void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
@@ -102,7 +107,7 @@ void wc_index_remove(struct wc_cache *c, struct wc_shard *s, uint32_t idx)
 		*p = c->e[idx].hash_next;
 	c->e[idx].hash_next = WC_NIL;
 	wc_entry_set_flags(&c->e[idx], c->e[idx].flags & ~WC_E_INDEXED);
-	WC_ASSERT(chain_ok(c, s, c->e[idx].origin));
+	ASSERT_CHAIN(c, s, c->e[idx].origin);
 }
 
 bool wc_index_wb_busy(struct wc_cache *c, struct wc_shard *s, uint64_t origin, uint32_t skip)
