@@ -5,7 +5,9 @@
  * A write never overwrites a block in place: each block of a request goes
  * to a fresh cache block.  The blocks of one request that share an index
  * group (WC_GROUP origin blocks, one shard) are written together:
- *   allocate   all of them in one free-list lock round (alloc.c);
+ *   allocate   all of them in one free-list lock round (core/alloc.c);
+ *              when none is free, reclaim.c commits, releases or writes
+ *              back until one is;
  *   prefetch   the lines their publication will write, so the misses
  *              overlap the copy instead of following it;
  *   copy       with the flush engine, no lock held, no fence;
@@ -13,7 +15,7 @@
  *              the older version (a flag: the commit frees it), index the
  *              new one, store its pmem entry, log it for the commit.
  * Cleaner mode writes a block the cache does not hold around it, to the
- * origin.  The commit (commit.c) drains once for the whole epoch.
+ * origin.  The commit (core/commit.c) drains once for the whole epoch.
  *
  * A read hit takes no lock: it copies the version at the head of the
  * block's bucket chain and checks afterwards, by the entry's generation
