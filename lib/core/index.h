@@ -42,7 +42,7 @@ enum {
 
 /* DRAM twin of one cache block: 32 bytes, two to a line (dm-writecache
  * spends 88).  No list links: its age is its epoch's (wc_age_horizon),
- * write-back finds it by its place in the cache (writeback.c), and the
+ * write-back finds it by its place in the cache (writeback/pick.c), and the
  * versions it supersedes are found on its hash chain (commit.c). */
 struct wc_entry {
 	uint64_t origin;       /* origin block number */
