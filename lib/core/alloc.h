@@ -47,8 +47,8 @@ struct wc_alloc {
 int wc_freelist_init(struct wc_cache *c);
 void wc_freelist_fini(struct wc_cache *c);
 /* Pop up to `want` free blocks into out[], one lock round per stack that
- * gives any; 0 when none
- * is free (api/reclaim.c then decides what frees some). */
+ * gives any; 0 when none is free (api/reclaim.c then decides what frees
+ * some). */
 unsigned wc_alloc_pop(struct wc_cache *c, uint32_t *out, unsigned want);
 /* Sleep until a block is freed, 50 ms at most (the caller re-checks the
  * error state and the cleaner mode). */
