@@ -2,35 +2,30 @@
 /* common.c -- the admin interface's messages, sizes and layout sums
  * (wcadmin.h): the library's own, behind names the tools may use. */
 #include <stdarg.h>
-#include <stdio.h>
 
 #include "admin/wcadmin.h"
 #include "core/format.h"
 #include "util/error.h"
 #include "util/size.h"
 
-/* Formatted here first, so a message may quote the previous one
- * (wc_errmsg()), as the library's own wc_err allows. */
 int wcadm_err(int code, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	code = wc_verr(code, fmt, ap);
 	va_end(ap);
-	return wc_err(code, "%s", msg);
+	return code;
 }
 
 int wcadm_err_sys(int code, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	code = wc_verr_sys(code, fmt, ap);
 	va_end(ap);
-	return wc_err_sys(code, "%s", msg);
+	return code;
 }
 
 int wcadm_size_parse(const char *s, uint64_t *out, const char **why)

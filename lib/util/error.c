@@ -22,12 +22,29 @@ static void format_msg(const char *fmt, va_list ap)
 	memcpy(last_msg, msg, sizeof(msg));
 }
 
+int wc_verr(int code, const char *fmt, va_list ap)
+{
+	format_msg(fmt, ap);
+	return code;
+}
+
+int wc_verr_sys(int code, const char *fmt, va_list ap)
+{
+	size_t len;
+
+	format_msg(fmt, ap);
+	len = strlen(last_msg);
+	if (len < sizeof(last_msg))
+		snprintf(last_msg + len, sizeof(last_msg) - len, ": %s", strerror(-code));
+	return code;
+}
+
 int wc_err(int code, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	format_msg(fmt, ap);
+	code = wc_verr(code, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -35,14 +52,10 @@ int wc_err(int code, const char *fmt, ...)
 int wc_err_sys(int code, const char *fmt, ...)
 {
 	va_list ap;
-	size_t len;
 
 	va_start(ap, fmt);
-	format_msg(fmt, ap);
+	code = wc_verr_sys(code, fmt, ap);
 	va_end(ap);
-	len = strlen(last_msg);
-	if (len < sizeof(last_msg))
-		snprintf(last_msg + len, sizeof(last_msg) - len, ": %s", strerror(-code));
 	return code;
 }
 
