@@ -459,7 +459,7 @@ START_TEST(test_origin_adopt)
 	ck_assert_str_eq(wc_origin_describe(&o), "adopted origin");
 	ck_assert_uint_eq(wc_origin_alignment(&o), 512);
 	ck_assert_int_eq(wc_origin_identify(&o, &id, false), 0);
-	ck_assert_uint_eq(id.kind, WC_OID_CUSTOM);
+	ck_assert_uint_eq(id.kind, WC_ORIGIN_IDENTITY_CUSTOM);
 	ck_assert_str_eq(id.name, "adopted origin");
 	ck_assert_str_eq(id.id, "");
 	memset(buf, 'z', 4096);
@@ -500,7 +500,7 @@ START_TEST(test_origin_adopt)
 	ck_assert_ptr_eq(o.ops, raw.ops);
 	ck_assert(wc_origin_async_flush(&o));
 	ck_assert_int_eq(wc_origin_identify(&o, &id, false), 0);
-	ck_assert_uint_eq(id.kind, WC_OID_FILE);
+	ck_assert_uint_eq(id.kind, WC_ORIGIN_IDENTITY_FILE);
 	wc_origin_close(&o);
 	free(buf);
 }

@@ -44,8 +44,8 @@ const char *wc_bind_describe(char *buf, size_t len, unsigned kind, const char *n
 	char sz[32];
 
 	/* An embedder's origin is what its describe() says: no kind word. */
-	snprintf(buf, len, "%s%s%s (%s, %s)", kind == WC_OID_CUSTOM ? "" : wc_origin_kind_name(kind),
-	         kind == WC_OID_CUSTOM ? "" : " ", name, id[0] ? id : "name only",
+	snprintf(buf, len, "%s%s%s (%s, %s)", kind == WC_ORIGIN_IDENTITY_CUSTOM ? "" : wc_origin_kind_name(kind),
+	         kind == WC_ORIGIN_IDENTITY_CUSTOM ? "" : " ", name, id[0] ? id : "name only",
 	         wc_size_format(sz, sizeof(sz), size));
 	return buf;
 }

@@ -174,7 +174,7 @@ static inline struct wc_pmem_policy *wc_policy_line(void *base)
 #define WC_ORIGIN_ID_ID_LEN 192u
 #define WC_ORIGIN_ID_NAME_LEN 256u
 
-/* struct wc_pmem_origin_id.kind: WC_OID_* (origin/origin.h). */
+/* struct wc_pmem_origin_id.kind: WC_ORIGIN_IDENTITY_* (wcache.h). */
 
 /* Why the slot was written (informational). */
 enum {
@@ -188,7 +188,7 @@ enum {
 struct wc_pmem_origin_id {
 	uint64_t magic;          /*   0 WC_ORIGIN_ID_MAGIC */
 	uint16_t version;        /*   8 WC_ORIGIN_ID_VERSION */
-	uint8_t kind;            /*  10 WC_OID_* */
+	uint8_t kind;            /*  10 WC_ORIGIN_IDENTITY_* */
 	uint8_t source;          /*  11 WC_OID_SRC_* */
 	uint32_t reserved0;      /*  12 zero */
 	uint64_t generation;     /*  16 the newer slot has the higher one (1 at create) */

@@ -44,10 +44,10 @@ void wc_origin_identity_set(char *dst, size_t len, const char *src)
 const char *wc_origin_kind_name(unsigned kind)
 {
 	switch (kind) {
-	case WC_OID_FILE: return "file";
-	case WC_OID_BLOCK: return "block device";
-	case WC_OID_NBD: return "NBD export";
-	case WC_OID_RBD: return "RBD image";
+	case WC_ORIGIN_IDENTITY_FILE: return "file";
+	case WC_ORIGIN_IDENTITY_BLOCK: return "block device";
+	case WC_ORIGIN_IDENTITY_NBD: return "NBD export";
+	case WC_ORIGIN_IDENTITY_RBD: return "RBD image";
 	default: return "origin";
 	}
 }
@@ -208,11 +208,11 @@ int wc_origin_identify_fd(int fd, const char *path, struct wc_origin_identity *o
 	if (fstat(fd, &st) < 0)
 		return wc_err_sys(-errno, "origin %s: fstat", path);
 	if (S_ISBLK(st.st_mode)) {
-		out->kind = WC_OID_BLOCK;
+		out->kind = WC_ORIGIN_IDENTITY_BLOCK;
 		block_identity(fd, &st, out);
 		return 0;
 	}
-	out->kind = WC_OID_FILE;
+	out->kind = WC_ORIGIN_IDENTITY_FILE;
 	{
 		uint8_t tag[TAG_BYTES];
 		char hex[2 * TAG_BYTES + 1];

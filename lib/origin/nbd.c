@@ -521,7 +521,7 @@ static int onbd_identify(void *ctx, struct wc_origin_identity *out, unsigned fla
 	struct nbd_origin *o = ctx;
 
 	(void)flags;
-	out->kind = WC_OID_NBD;
+	out->kind = WC_ORIGIN_IDENTITY_NBD;
 	wc_origin_identity_set(out->name, sizeof(out->name), o->uri);
 	return 0;
 }

@@ -281,7 +281,7 @@ int wc_origin_identify(struct wc_origin *o, struct wc_origin_identity *out, bool
 	memset(out, 0, sizeof(*out));
 	if (!sized_table(o, &t) || !(t.ops->caps & WC_ORIGIN_CAP_IDENTIFY)) {
 		/* Its size (checked by the cache) and its name. */
-		out->kind = WC_OID_CUSTOM;
+		out->kind = WC_ORIGIN_IDENTITY_CUSTOM;
 		wc_origin_identity_set(out->name, sizeof(out->name), wc_origin_describe(o));
 		return 0;
 	}
@@ -290,7 +290,7 @@ int wc_origin_identify(struct wc_origin *o, struct wc_origin_identity *out, bool
 		return ret; /* its message names the origin */
 	if (ret)
 		return wc_err_sys(ret < 0 ? ret : -EIO, "origin %s: identify()", wc_origin_describe(o));
-	if (out->kind > WC_OID_RBD)
+	if (out->kind > WC_ORIGIN_IDENTITY_RBD)
 		return wc_err(-EINVAL, "origin %s: identify() gave kind %u, not a "
 		              "WC_ORIGIN_IDENTITY_* value", wc_origin_describe(o), (unsigned)out->kind);
 	/* Whatever identify() wrote, the cache reads strings. */

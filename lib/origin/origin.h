@@ -93,16 +93,8 @@ bool wc_origin_async_flush(const struct wc_origin *o);
  * identify op): the cache records it at create and refuses to open with an
  * origin whose identity differs (bind.c).  struct wc_origin_identity is in
  * wcache.h: embedders fill it too.
- */
-/* The kinds under their short names (recorded in the cache as struct
- * wc_pmem_origin_id.kind). */
-#define WC_OID_CUSTOM WC_ORIGIN_IDENTITY_CUSTOM
-#define WC_OID_FILE WC_ORIGIN_IDENTITY_FILE
-#define WC_OID_BLOCK WC_ORIGIN_IDENTITY_BLOCK
-#define WC_OID_NBD WC_ORIGIN_IDENTITY_NBD
-#define WC_OID_RBD WC_ORIGIN_IDENTITY_RBD
-
-/* The identity of `o`: its table's identify(), or for a table without one
+ *
+ * The identity of `o`: its table's identify(), or for a table without one
  * (an embedder's, or one read as 0.4's), name only from describe().
  * `may_tag` allows identify() to leave a mark on the origin that makes the
  * identity stronger (WC_ORIGIN_IDENTIFY_MAY_TAG), as wc_create and a

@@ -333,7 +333,7 @@ static int rbd_identify(void *ctx, struct wc_origin_identity *out, unsigned flag
 	int ret;
 
 	(void)flags;
-	out->kind = WC_OID_RBD;
+	out->kind = WC_ORIGIN_IDENTITY_RBD;
 	snprintf(out->name, sizeof(out->name), "rbd:%s", r->name);
 	ret = rados_cluster_fsid(r->cluster, fsid, sizeof(fsid));
 	if (ret < 0)
