@@ -291,12 +291,33 @@ struct wc_config {
 	 * _FORCE binds it even then: the dirty blocks are written back into
 	 * the new origin (for an origin moved or copied with its data). */
 	uint32_t origin_rebind;
-	uint32_t reserved32;        /* must be 0 */
+	/* 0.6: where the cache lives (see "Media" below): WC_MEDIUM_AUTO (0)
+	 * chooses by itself, WC_MEDIUM_PMEM or WC_MEDIUM_BLOCK insist; wc_open
+	 * reads it from the cache and refuses a contradiction. */
+	uint32_t medium;
 	uint64_t reserved[5];       /* must be 0: room for later fields, whose 0
 	                               will mean "as before" */
 };
 
 enum { WC_ORIGIN_REBIND_NEVER = 0, WC_ORIGIN_REBIND_CLEAN = 1, WC_ORIGIN_REBIND_FORCE = 2 };
+
+/*
+ * Media.  A cache lives on persistent memory (a DAX device or file, mapped:
+ * the flush engine's stores, one drain per commit) or on a block medium (an
+ * SSD, a disk, a file on one: O_DIRECT writes, never mapped).  With
+ * WC_MEDIUM_AUTO, wc_create takes pmem when libpmem2 maps the path with
+ * byte or cache-line granularity or PMEM2_FORCE_GRANULARITY is set, and the
+ * block medium when it offers only page granularity (a plain file or
+ * device).  On the block medium each write is one record -- its blocks and
+ * a header naming them, under one CRC32C -- written with ONE device write,
+ * synced (RWF_DSYNC) when FUA; writes without FUA are durable at the next
+ * wc_flush, which costs one device flush, or at autocommit (autocommit_ms,
+ * or autocommit_blocks: 65,536 when left at its default of 64).  Its
+ * durability contract is per block: after a crash every block shows its
+ * last durable version or a later one that was written; a record is whole
+ * or absent.  docs/DURABILITY.md states both media's contracts.
+ */
+enum { WC_MEDIUM_AUTO = 0, WC_MEDIUM_PMEM = 1, WC_MEDIUM_BLOCK = 2 };
 
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 void wc_config_init(struct wc_config *cfg);
@@ -437,6 +458,15 @@ struct wc_stats {
 	 * only, 64 GiB)"; valid until wc_close(). */
 	const char *origin_identity;
 	uint64_t reserved[1];       /* 0: room for later counters */
+	/* 0.6: "pmem" or "block", and why (e.g. "the path maps with page
+	 * granularity only: not persistent memory"); valid until wc_close(). */
+	const char *medium;
+	const char *medium_reason;
+	/* 0.6, block medium: records written, of them synced one by one
+	 * (FUA), device flushes, segments reclaimed (their clean blocks leave
+	 * the cache), and how long the last open's recovery took. */
+	uint64_t medium_records, medium_dsync_writes, medium_flushes, medium_segments_reclaimed;
+	uint64_t recovery_us;
 };
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 int wc_get_stats(wc_cache *c, struct wc_stats *st);

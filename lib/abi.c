@@ -72,13 +72,16 @@ int wc_config_import(struct wc_config *dst, const struct wc_config *src)
 		              sizeof(*dst), WCACHE_VERSION_STRING);
 	memset(dst, 0, sizeof(*dst));
 	copy_prefix(dst, sizeof(*dst), src, size);
-	if (!wc_all_zero(dst->reserved, sizeof(dst->reserved)) || dst->reserved32)
+	if (!wc_all_zero(dst->reserved, sizeof(dst->reserved)))
 		return wc_err(-EINVAL, "struct wc_config: reserved fields are set (the program was "
 		              "built against a newer libwcache than %s, or did not zero them)",
 		              WCACHE_VERSION_STRING);
 	if (dst->origin_rebind > WC_ORIGIN_REBIND_FORCE)
 		return wc_err(-EINVAL, "struct wc_config: origin_rebind %u is not one of "
 		              "WC_ORIGIN_REBIND_NEVER, _CLEAN or _FORCE", dst->origin_rebind);
+	if (dst->medium > WC_MEDIUM_BLOCK)
+		return wc_err(-EINVAL, "struct wc_config: medium %u is not one of WC_MEDIUM_AUTO, "
+		              "_PMEM or _BLOCK", dst->medium);
 	dst->size = sizeof(*dst);
 	return 0;
 }

@@ -10,16 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "abi.h"
+#include "block/block.h"
 #include "core/bind.h"
 #include "core/cache.h"
 #include "core/readahead.h"
 #include "core/wcconfig.h"
 #include "util/error.h"
 #include "core/map.h"
+#include "core/medium.h"
 #include "core/policy_line.h"
 #include "writeback/writeback.h"
 
@@ -79,6 +82,14 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 	for (unsigned i = 0; i < WC_SHARDS; i++) {
 		free(c->shards[i].log[0]);
 		free(c->shards[i].log[1]);
+	}
+	if (c->blk) {
+		wc_blk_wb_stop(c);
+		wc_blk_log_fini(c);
+		wc_blk_device_close(c);
+		free(c->blk->wb.buf);
+		free(c->blk);
+		c->blk = NULL;
 	}
 	wc_map_close(c);
 	if (close_origin && c->origin.ops)
@@ -160,15 +171,15 @@ static int cache_begin(wc_cache **out, struct wc_cache **c, const char *cache_pa
 static int cache_end(wc_cache **out, struct wc_cache *c, int ret, bool created)
 {
 	if (!ret)
-		ret = wc_recover(c);
+		ret = c->blk ? wc_blk_recover(c) : wc_recover(c);
 	/* Before write-back can write a byte of the origin. */
 	if (!ret)
 		wc_bind_settle(c);
 	/* Recovery made every free block durably free: measure there. */
-	if (!ret)
+	if (!ret && !c->blk)
 		wc_policy_settle(c, created);
 	if (!ret)
-		ret = wc_writeback_start(c);
+		ret = c->blk ? wc_blk_wb_start(c) : wc_writeback_start(c);
 	if (!ret) {
 		*out = c;
 		return 0;
@@ -177,6 +188,175 @@ static int cache_end(wc_cache **out, struct wc_cache *c, int ret, bool created)
 		wc_writeback_stop(c);
 	cache_free(c, false);
 	return ret;
+}
+
+/* ---- the block medium ---------------------------------------------------- */
+
+static int blk_new(struct wc_cache *c)
+{
+	c->blk = calloc(1, sizeof(*c->blk));
+	if (!c->blk)
+		return wc_err(-ENOMEM, "%s: block medium state", c->cache_path);
+	c->blk->fd = -1;
+	pthread_mutex_init(&c->blk->flush_lock, NULL);
+	pthread_mutex_init(&c->blk->wb.lock, NULL);
+	pthread_mutex_init(&c->blk->wb.step, NULL);
+	pthread_cond_init(&c->blk->wb.cond, NULL);
+	c->medium = &wc_blk_medium_ops;
+	return 0;
+}
+
+static int blk_geometry(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+
+	c->layout.block_size = b->g.block_size;
+	c->layout.n_blocks = b->g.n_entries;
+	c->layout.bytes_used = b->g.seg_start + b->g.n_segments * b->g.seg_bytes;
+	c->map_len = b->dev_bytes;
+	return wc_blk_log_init(c);
+}
+
+static int blk_create(struct wc_cache *c, uint64_t origin_size, const char *reason)
+{
+	struct wc_pmem_origin_id id;
+	struct wc_blk_sb *sb;
+	int ret;
+
+	ret = blk_new(c);
+	if (!ret)
+		ret = wc_blk_device_open(c, true, c->cfg.cache_size);
+	if (ret)
+		return ret;
+	snprintf(c->blk->reason, sizeof(c->blk->reason), "%s", reason);
+	sb = wc_blk_alloc_buf(c, WC_BLK_UNIT);
+	if (!sb)
+		return wc_err(-ENOMEM, "%s: superblock buffer", c->cache_path);
+	ret = c->blk->dev_bytes >= WC_BLK_UNIT ? wc_blk_pread(c, sb, WC_BLK_UNIT, 0, "superblock") : -1;
+	if (ret == 0 && wc_blk_sb_check(sb, c->blk->dev_bytes, c->cache_path) == 0) {
+		ret = wc_err(-EEXIST, "%s already holds a valid cache on a block medium (%llu segments "
+		             "of %llu bytes); open it, or wipe its first 4 KiB to reformat",
+		             c->cache_path, (unsigned long long)sb->n_segments,
+		             (unsigned long long)sb->seg_bytes);
+		free(sb);
+		return ret;
+	}
+	free(sb);
+	ret = wc_blk_geom_compute(&c->blk->g, c->blk->dev_bytes, c->cfg.block_size, c->blk->lba,
+	                          c->cache_path);
+	if (!ret)
+		ret = blk_geometry(c);
+	if (!ret)
+		ret = setup_blocks(c, origin_size);
+	if (!ret)
+		ret = wc_bind_create(c, origin_size, &id);
+	if (!ret)
+		ret = wc_blk_format(c, origin_size, &id);
+	return ret;
+}
+
+static int blk_open(struct wc_cache *c, uint64_t origin_size)
+{
+	struct wc_blk *b;
+	void *u;
+	int ret;
+
+	ret = blk_new(c);
+	if (!ret)
+		ret = wc_blk_device_open(c, false, 0);
+	if (ret)
+		return ret;
+	b = c->blk;
+	snprintf(b->reason, sizeof(b->reason), "the cache was formatted on a block medium");
+	u = wc_blk_alloc_buf(c, WC_BLK_ID_OFFSET + 2 * WC_BLK_UNIT);
+	if (!u)
+		return wc_err(-ENOMEM, "%s: superblock buffer", c->cache_path);
+	ret = wc_blk_pread(c, u, WC_BLK_ID_OFFSET + 2 * WC_BLK_UNIT, 0, "superblock");
+	if (!ret)
+		ret = wc_blk_sb_check(u, b->dev_bytes, c->cache_path);
+	if (!ret) {
+		memcpy(&b->sb, u, sizeof(b->sb));
+		memcpy(&b->id_slots[0], (char *)u + WC_BLK_ID_OFFSET, sizeof(b->id_slots[0]));
+		memcpy(&b->id_slots[1], (char *)u + WC_BLK_ID_OFFSET + WC_BLK_UNIT, sizeof(b->id_slots[1]));
+	}
+	free(u);
+	if (ret)
+		return ret;
+	b->cache_id = b->sb.cache_id;
+	if (b->lba > b->sb.lba_size)
+		return wc_err(-EINVAL, "%s: the device's logical block size is %u now, but the cache "
+		              "was formatted with %u-byte records", c->cache_path, b->lba, b->sb.lba_size);
+	b->lba = b->sb.lba_size;
+	if (c->cfg.block_size && c->cfg.block_size != b->sb.block_size)
+		return wc_err(-EINVAL, "%s: block size %u requested, but the cache was formatted with %u",
+		              c->cache_path, c->cfg.block_size, b->sb.block_size);
+	c->cfg.block_size = b->sb.block_size;
+	wc_blk_geom_from_sb(&b->g, &b->sb);
+	ret = blk_geometry(c);
+	if (!ret)
+		ret = wc_bind_check(c, origin_size);
+	if (ret)
+		return ret;
+	if (c->bind.size % b->sb.block_size)
+		return wc_err(-EINVAL, "%s: origin %s is %llu bytes, not a multiple of the block size %u",
+		              c->cache_path, wc_origin_describe(&c->origin),
+		              (unsigned long long)c->bind.size, b->sb.block_size);
+	return setup_blocks(c, c->bind.size);
+}
+
+/* Which medium a new cache goes on, and why (wc_stats.medium_reason).
+ * c->fd is the locked file when it exists. */
+static int choose_medium(struct wc_cache *c, bool *block, const char **why)
+{
+	bool page_only;
+	int ret;
+
+	*block = false;
+	if (c->cfg.medium == WC_MEDIUM_BLOCK) {
+		*block = true;
+		*why = "medium=block was asked for";
+		return 0;
+	}
+	if (c->cfg.medium == WC_MEDIUM_PMEM) {
+		*why = "medium=pmem was asked for";
+		return 0;
+	}
+	if (getenv("PMEM2_FORCE_GRANULARITY")) {
+		*why = "PMEM2_FORCE_GRANULARITY is set: mapped as persistent memory";
+		return 0;
+	}
+	if (c->fd < 0) {
+		/* A new file: on a DAX file system libpmem2 would map it with
+		 * cache-line granularity once it has a size; make it one to ask. */
+		c->fd = wc_map_lock_path(c->cache_path, O_RDWR | (c->cfg.cache_size ? O_CREAT : 0), &ret);
+		if (c->fd < 0)
+			return ret == -ENOENT ? wc_err(-ENOENT, "%s: no such file (create it with the "
+			                               "cache's size, or set cache_size)", c->cache_path)
+			                      : ret;
+	}
+	{
+		struct stat st;
+
+		if (fstat(c->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 && c->cfg.cache_size) {
+			/* Sparse: nothing allocated by the probe. */
+			if (ftruncate(c->fd, (off_t)c->cfg.cache_size) == 0) {
+				ret = wc_map_probe(c, &page_only);
+				if (ftruncate(c->fd, 0))
+					return wc_err_sys(-errno, "%s: truncate", c->cache_path);
+				if (ret)
+					return ret;
+				goto decided;
+			}
+		}
+	}
+	ret = wc_map_probe(c, &page_only);
+	if (ret)
+		return ret;
+decided:
+	*block = page_only;
+	*why = page_only ? "libpmem2 maps the path with page granularity only: not persistent memory"
+	                 : "libpmem2 maps the path as persistent memory";
+	return 0;
 }
 
 static int create_locked(wc_cache **out, const char *cache_path, struct wc_origin origin,
@@ -196,6 +376,19 @@ static int create_locked(wc_cache **out, const char *cache_path, struct wc_origi
 		             cache_path, wc_origin_describe(&c->origin), (unsigned long long)origin_size,
 		             c->cfg.block_size);
 		goto fail;
+	}
+	{
+		bool block;
+		const char *why = "";
+
+		ret = choose_medium(c, &block, &why);
+		if (ret)
+			goto fail;
+		if (block) {
+			ret = blk_create(c, origin_size, why);
+			goto fail;
+		}
+		c->pmem_reason = why;
 	}
 	ret = wc_map_open(c, true, c->cfg.cache_size);
 	if (ret)
@@ -231,8 +424,24 @@ static int open_locked(wc_cache **out, const char *cache_path, struct wc_origin 
 	int ret;
 
 	ret = cache_begin(out, &c, cache_path, origin, cfg, true, &origin_size, locked_fd);
-	if (!ret)
-		ret = wc_map_open(c, false, 0);
+	if (ret)
+		goto fail;
+	if (wc_blk_is_block_image(cache_path)) {
+		if (c->cfg.medium == WC_MEDIUM_PMEM) {
+			ret = wc_err(-EINVAL, "%s: medium=pmem asked for, but the cache is on a block medium",
+			             cache_path);
+			goto fail;
+		}
+		ret = blk_open(c, origin_size);
+		goto fail;
+	}
+	if (c->cfg.medium == WC_MEDIUM_BLOCK) {
+		ret = wc_err(-EINVAL, "%s: medium=block asked for, but this is not a cache on a block "
+		             "medium", cache_path);
+		goto fail;
+	}
+	c->pmem_reason = "the cache was formatted on persistent memory";
+	ret = wc_map_open(c, false, 0);
 	if (ret)
 		goto fail;
 	sb = wc_sb(c->base);
@@ -329,6 +538,26 @@ int wc_close(wc_cache *c)
 		return wc_err(-EINVAL, "wc_close: NULL cache");
 	/* Stop write-back first: a round in flight completes (its I/O is
 	 * waited for inside the round) and frees only what is durable. */
+	if (c->blk) {
+		/* Records done and durable, summaries written, the state last. */
+		wc_blk_wb_stop(c);
+		ret = wc_blk_flush(c, false);
+		if (!ret && !wc_has_error(c)) {
+			wc_blk_close_head(c);
+			ret = wc_blk_write_summaries(c);
+			if (ret >= 0)
+				ret = wc_blk_flush(c, false);
+			if (ret >= 0)
+				ret = wc_blk_state_write(c, 0);
+		}
+		if (ret > 0)
+			ret = 0;
+		err = wc_has_error(c);
+		cache_free(c, true);
+		if (err)
+			return wc_err(err, "cache closed in error state (%d)", err);
+		return ret;
+	}
 	wc_writeback_stop(c);
 	ret = wc_commit(c, false);
 	/* The last commit's invalidations must be durable before the next
@@ -349,7 +578,44 @@ int wc_flush(wc_cache *c)
 {
 	if (!c)
 		return wc_err(-EINVAL, "wc_flush: NULL cache");
+	if (c->blk) {
+		if (wc_has_error(c))
+			return wc_err(-EIO, "%s flush: the cache is in error state (%d)", c->cache_path,
+			              wc_has_error(c));
+		return wc_blk_flush(c, true);
+	}
 	return wc_commit(c, true);
+}
+
+int wc_writeback(wc_cache *c)
+{
+	if (!c)
+		return wc_err(-EINVAL, "wc_writeback: NULL cache");
+	if (c->blk) {
+		int ret = wc_blk_flush(c, false);
+
+		return ret ? ret : wc_blk_writeback_all(c);
+	}
+	return wc_writeback_everything(c);
+}
+
+int wc_set_cleaner(wc_cache *c, bool on)
+{
+	if (!c)
+		return wc_err(-EINVAL, "wc_set_cleaner: NULL cache");
+	wc_writeback_set_cleaner(c, on);
+	if (c->blk)
+		wc_blk_wb_kick(c);
+	return 0;
+}
+
+int wc_poll(wc_cache *c, unsigned budget)
+{
+	if (!c)
+		return wc_err(-EINVAL, "wc_poll: NULL cache");
+	if (c->blk)
+		return budget ? wc_blk_wb_step(c, false) : 0;
+	return wc_writeback_poll(c, budget);
 }
 
 uint64_t wc_size(const wc_cache *c)

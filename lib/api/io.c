@@ -32,6 +32,7 @@
 #include "util/error.h"
 #include "core/readahead.h"
 #include "api/reclaim.h"
+#include "block/block.h"
 #include "writeback/writeback.h"
 
 static int check_range(struct wc_cache *c, const char *op, const void *buf, size_t len,
@@ -368,6 +369,8 @@ ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsi
 	if (err)
 		return wc_err(-EIO, "%s write at %llu: the cache is in error state (%d); reads still work",
 		              c->cache_path, (unsigned long long)offset, err);
+	if (c->blk)
+		return wc_blk_write(c, buf, len, offset, flags & WC_FUA);
 	for (uint64_t block = offset >> c->block_shift, end = block + (len >> c->block_shift);
 	     block < end;) {
 		uint64_t group_end = (block | (WC_GROUP - 1)) + 1;
@@ -549,6 +552,8 @@ ssize_t wc_read(wc_cache *c, void *buf, size_t len, uint64_t offset)
 	ret = check_range(c, "read", buf, len, offset);
 	if (ret)
 		return ret;
+	if (c->blk)
+		return wc_blk_read(c, buf, len, offset);
 	batch.n = 0;
 	n = len >> c->block_shift;
 	for (uint64_t i = 0; i <= n && !ret; i++) {
@@ -626,6 +631,8 @@ int wc_discard(wc_cache *c, uint64_t offset, uint64_t len)
 	err = wc_has_error(c);
 	if (err)
 		return wc_err(-EIO, "%s discard: the cache is in error state (%d)", c->cache_path, err);
+	if (c->blk)
+		return wc_blk_discard(c, offset, len);
 	/* Commit first: the discard is then ordered after every write that
 	 * completed before it, so a crash shows one commit point with none,
 	 * some or all of the discard applied - never the discard applied over

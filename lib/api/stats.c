@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "core/map.h"
 #include "core/readahead.h"
+#include "block/block.h"
 #include "writeback/writeback.h"
 
 /* The 0.1 struct ended where 0.3's write-back window begins, at 0.2's
@@ -55,6 +56,26 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 	st->origin_identity = c->bind.text;
 	st->pmem = c->fp.info;
 	st->pmem_source = c->policy_source ? c->policy_source : "engine";
+	st->medium = c->blk ? "block" : "pmem";
+	st->medium_reason = c->blk ? c->blk->reason : c->pmem_reason ? c->pmem_reason : "";
+	if (c->blk) {
+		struct wc_blk *b = c->blk;
+
+		pthread_mutex_lock(&b->log.lock);
+		st->free_blocks = wc_blk_free_segments(c) * (b->g.seg_data_bytes / b->g.block_size) +
+		                  (b->g.seg_data_bytes - b->log.segs[b->log.head % b->g.n_segments].used) /
+		                          b->g.block_size;
+		pthread_mutex_unlock(&b->log.lock);
+		st->granularity = "block";
+		st->origin_mode = wc_origin_describe(&c->origin);
+		wc_blk_wb_stats(c, st);
+		st->medium_records = atomic_load(&b->st.records);
+		st->medium_dsync_writes = atomic_load(&b->st.dsync_writes);
+		st->medium_flushes = atomic_load(&b->st.device_flushes);
+		st->medium_segments_reclaimed = atomic_load(&b->st.segments_reclaimed);
+		st->recovery_us = b->recover_ns / 1000;
+		st->pmem_source = "none (block medium)";
+	}
 	return 0;
 }
 

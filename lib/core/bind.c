@@ -31,6 +31,7 @@
 
 #include "core/bind.h"
 #include "core/cache.h"
+#include "core/medium.h"
 #include "util/error.h"
 #include "util/size.h"
 
@@ -71,10 +72,13 @@ static int cmp_u64(const void *a, const void *b)
 static uint64_t count_dirty(struct wc_cache *c)
 {
 	const struct wc_layout *l = &c->layout;
-	const struct wc_pmem_entry *pe = wc_pmem_entry(c->base, l, 0);
+	const struct wc_pmem_entry *pe;
 	struct wc_commit_point cp;
 	uint64_t n = 0, distinct = 0, *blocks;
 
+	if (c->medium)
+		return c->medium->dirty_in_image(c);
+	pe = wc_pmem_entry(c->base, l, 0);
 	wc_commit_point(wc_sb(c->base), wc_pmem_record(c->base, 0), pe, l->n_blocks, &cp);
 	for (uint64_t i = 0; i < l->n_blocks; i++)
 		n += pe[i].seq != WC_NONE && pe[i].seq < cp.seq;
@@ -109,6 +113,18 @@ static const char *thousands(char *buf, size_t len, uint64_t v)
 	}
 	buf[o] = '\0';
 	return buf;
+}
+
+/* The identity slots and the origin size at format, wherever the medium
+ * keeps them. */
+static const struct wc_pmem_origin_id *id_slots(struct wc_cache *c)
+{
+	return c->medium ? c->medium->id_slots(c) : wc_origin_id_slot(c->base, 0);
+}
+
+static uint64_t format_origin_size(struct wc_cache *c)
+{
+	return c->medium ? c->medium->format_origin_size(c) : wc_sb(c->base)->origin_size;
 }
 
 static int refuse_other(struct wc_cache *c, const struct wc_pmem_origin_id *rec,
@@ -164,14 +180,13 @@ int wc_bind_create(struct wc_cache *c, uint64_t origin_size, struct wc_pmem_orig
 /* A version-3 cache with no intact identity, or a version-2 cache. */
 static int check_unrecorded(struct wc_cache *c, uint64_t origin_size)
 {
-	struct wc_pmem_sb *sb = wc_sb(c->base);
 	struct wc_bind *b = &c->bind;
 
-	if (origin_size < sb->origin_size)
+	if (origin_size < format_origin_size(c))
 		return wc_err(-EINVAL, "%s: origin %s has %llu bytes, the cache was formatted for %llu",
 		              c->cache_path, b->now.name, (unsigned long long)origin_size,
-		              (unsigned long long)sb->origin_size);
-	if (sb->version == WC_FORMAT_VERSION_NO_IDENTITY) {
+		              (unsigned long long)format_origin_size(c));
+	if (!c->medium && wc_sb(c->base)->version == WC_FORMAT_VERSION_NO_IDENTITY) {
 		b->pending = WC_OID_SRC_ADOPT;
 	} else if (c->cfg.origin_rebind == WC_ORIGIN_REBIND_FORCE) {
 		b->pending = WC_OID_SRC_REBIND;
@@ -199,16 +214,16 @@ int wc_bind_check(struct wc_cache *c, uint64_t origin_size)
 	ret = wc_origin_identify(&c->origin, &b->now, false);
 	if (ret)
 		return wc_err(ret, "%s: identifying the origin: %s", c->cache_path, wc_errmsg());
-	b->slot = wc_origin_id_current(wc_origin_id_slot(c->base, 0));
+	b->slot = wc_origin_id_current(id_slots(c));
 	if (b->slot < 0)
 		return check_unrecorded(c, origin_size);
-	b->recorded = *wc_origin_id_slot(c->base, (unsigned)b->slot);
+	b->recorded = id_slots(c)[b->slot];
 	rec = &b->recorded;
 	if (identity_matches(rec, &b->now)) {
 		if (origin_size < rec->origin_size)
 			return wc_err(-EINVAL, "%s: origin %s has %llu bytes, the cache was %s %llu: it "
 			              "shrank", c->cache_path, b->now.name, (unsigned long long)origin_size,
-			              rec->origin_size == wc_sb(c->base)->origin_size
+			              rec->origin_size == format_origin_size(c)
 			                      ? "formatted for" : "serving it grown to",
 			              (unsigned long long)rec->origin_size);
 		b->size = origin_size;
@@ -259,8 +274,15 @@ void wc_bind_settle(struct wc_cache *c)
 	memcpy(slot.name, b->now.name, sizeof(slot.name));
 	wc_origin_id_seal(&slot);
 	to = b->slot < 0 ? 0 : 1u - (unsigned)b->slot;
-	wc_persist_copy(&c->fp, wc_origin_id_slot(c->base, to), &slot, sizeof(slot));
-	wc_persist_drain(&c->fp);
+	if (c->medium) {
+		/* A failed write leaves the previous slot in force: the cache
+		 * goes on under the identity it had (the note is lost). */
+		if (c->medium->write_id_slot(c, to, &slot))
+			fprintf(stderr, "libwcache: %s\n", wc_errmsg());
+	} else {
+		wc_persist_copy(&c->fp, wc_origin_id_slot(c->base, to), &slot, sizeof(slot));
+		wc_persist_drain(&c->fp);
+	}
 	/* Once in a cache's life, and not asked for: said where a service's
 	 * log will keep it (a re-bind was asked for, and wc_stats says it). */
 	if (b->pending == WC_OID_SRC_ADOPT)

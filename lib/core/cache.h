@@ -39,6 +39,8 @@
 
 struct wc_readahead;
 struct wc_writeback;
+struct wc_blk;
+struct wc_medium_ops;
 struct wc_test_hooks;
 struct pmem2_source;
 struct pmem2_map;
@@ -63,6 +65,13 @@ struct wc_cache {
 	struct wc_persist_policy fp;
 	const char *policy_source;     /* where fp came from (policy_line.c), for wc_stats */
 	struct wc_test_hooks *hooks;   /* tests only (testhooks.h) */
+
+	/* The block medium (lib/block/): set instead of the mapping when the
+	 * cache is on a device or file that is not persistent memory; the
+	 * api layer hands the data path to it. */
+	struct wc_blk *blk;
+	const struct wc_medium_ops *medium; /* NULL: pmem */
+	const char *pmem_reason;           /* why pmem (wc_stats.medium_reason) */
 
 	/* origin */
 	struct wc_origin origin;

@@ -95,6 +95,17 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 		cfg->fua = false;
 		return 0;
 	}
+	if (!strcmp(key, "medium")) {
+		if (val && !strcmp(val, "auto"))
+			cfg->medium = WC_MEDIUM_AUTO;
+		else if (val && !strcmp(val, "pmem"))
+			cfg->medium = WC_MEDIUM_PMEM;
+		else if (val && !strcmp(val, "block"))
+			cfg->medium = WC_MEDIUM_BLOCK;
+		else
+			return wc_err(-EINVAL, "option medium: \"%s\" is not auto, pmem or block", val ? val : "");
+		return 0;
+	}
 	if (!strcmp(key, "no_threads"))
 		return parse_bool(key, val, &cfg->no_threads);
 	if (!strcmp(key, "origin_rebind")) {
@@ -143,7 +154,7 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 	}
 	return wc_err(-EINVAL, "unknown option \"%s\" (known: block_size, high_watermark, low_watermark, "
 	              "writeback_jobs, autocommit_blocks, autocommit_ms, max_age_ms, cleaner, fua, nofua, "
-	              "no_threads, writeback_max_io_kib, writeback_window_max_kib, cache_size, origin_rebind, pmem_threshold, pmem_force, pmem_flush)", key);
+	              "no_threads, medium, writeback_max_io_kib, writeback_window_max_kib, cache_size, origin_rebind, pmem_threshold, pmem_force, pmem_flush)", key);
 }
 
 int wc_config_parse(struct wc_config *cfg, const char *options)

@@ -38,6 +38,7 @@ enum {
 	WC_E_SUPERSEDED = 1u << 2, /* an older version, freed after the next commit */
 	WC_E_WB = 1u << 3,         /* being written back */
 	WC_E_SPARE = 1u << 4,      /* unused on the I/O path (recovery's marker) */
+	WC_E_CLEAN = 1u << 5,      /* block medium: a current version the origin holds */
 };
 
 /* DRAM twin of one cache block: 32 bytes, two to a line (dm-writecache
@@ -48,7 +49,8 @@ struct wc_entry {
 	uint64_t origin;       /* origin block number */
 	uint64_t seq;          /* epoch it was written in */
 	uint32_t hash_next;    /* shard hash chain, newest version first */
-	uint32_t spare[2];     /* keeps an entry inside one line */
+	uint32_t spare[2];     /* keeps an entry inside one line; the block medium keeps
+	                          the device offset of the version's data here */
 	/* Odd from the block's free until its publication, even while it is
 	 * published: a reader that copied out of it with no lock re-reads gen
 	 * to learn whether the block was freed (and maybe reused) meanwhile.

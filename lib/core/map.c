@@ -133,6 +133,54 @@ int wc_map_open(struct wc_cache *c, bool create, uint64_t create_size)
 	return 0;
 }
 
+void wc_map_unmap(struct wc_cache *c)
+{
+	if (c->map) {
+		if (c->hooks && c->hooks->unmapped)
+			c->hooks->unmapped(c->hooks->ctx, c->base, c->map_len);
+		pmem2_map_delete(&c->map);
+	}
+	if (c->src)
+		pmem2_source_delete(&c->src);
+	c->base = NULL;
+	c->map_len = 0;
+}
+
+int wc_map_probe(struct wc_cache *c, bool *page_only)
+{
+	struct pmem2_config *cfg = NULL;
+	struct pmem2_source *src = NULL;
+	struct pmem2_map *map = NULL;
+	size_t size;
+	int ret;
+
+	*page_only = false;
+	ret = pmem2_source_from_fd(&src, c->fd);
+	if (!ret)
+		ret = pmem2_source_size(src, &size);
+	if (!ret && size == 0) {
+		/* Nothing to map: a new file is pmem only on a DAX mount. */
+		*page_only = true;
+		pmem2_source_delete(&src);
+		return 0;
+	}
+	if (!ret)
+		ret = pmem2_config_new(&cfg);
+	if (!ret)
+		ret = pmem2_config_set_required_store_granularity(cfg, PMEM2_GRANULARITY_PAGE);
+	if (!ret)
+		ret = pmem2_map_new(&map, cfg, src);
+	if (!ret)
+		*page_only = pmem2_map_get_store_granularity(map) == PMEM2_GRANULARITY_PAGE;
+	if (map)
+		pmem2_map_delete(&map);
+	if (cfg)
+		pmem2_config_delete(&cfg);
+	if (src)
+		pmem2_source_delete(&src);
+	return ret ? pmem2_fail(c, ret, "probing the mapping") : 0;
+}
+
 void wc_map_close(struct wc_cache *c)
 {
 	if (c->map) {

@@ -18,6 +18,11 @@ int wc_map_lock_path(const char *path, int flags, int *err);
  * adapts c->fp to the mapping's granularity. */
 int wc_map_open(struct wc_cache *c, bool create, uint64_t create_size);
 void wc_map_close(struct wc_cache *c);
+/* Unmap, keeping the (locked) descriptor. */
+void wc_map_unmap(struct wc_cache *c);
+/* Does libpmem2 map c->fd with page granularity only (not persistent
+ * memory)?  An empty file counts as page only.  Maps and unmaps. */
+int wc_map_probe(struct wc_cache *c, bool *page_only);
 const char *wc_map_granularity_name(const struct wc_cache *c);
 
 #endif

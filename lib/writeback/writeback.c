@@ -595,14 +595,12 @@ void wc_writeback_kick(struct wc_cache *c)
 	pthread_mutex_unlock(&c->wb->bg_lock);
 }
 
-/* ---- public entry points ---- */
+/* ---- what wc_writeback, wc_set_cleaner and wc_poll do on pmem (api/cache.c) ---- */
 
-int wc_writeback(wc_cache *c)
+int wc_writeback_everything(struct wc_cache *c)
 {
 	int r;
 
-	if (!c)
-		return wc_err(-EINVAL, "wc_writeback: NULL cache");
 	r = wc_commit(c, false);
 	if (r)
 		return r;
@@ -613,21 +611,16 @@ int wc_writeback(wc_cache *c)
 	return r;
 }
 
-int wc_set_cleaner(wc_cache *c, bool on)
+void wc_writeback_set_cleaner(struct wc_cache *c, bool on)
 {
-	if (!c)
-		return wc_err(-EINVAL, "wc_set_cleaner: NULL cache");
 	atomic_store(&c->wb->cleaner, on);
 	wc_writeback_kick(c);
-	return 0;
 }
 
-int wc_poll(wc_cache *c, unsigned budget)
+int wc_writeback_poll(struct wc_cache *c, unsigned budget)
 {
 	int units = 0, r;
 
-	if (!c)
-		return wc_err(-EINVAL, "wc_poll: NULL cache");
 	if (budget && wc_autocommit_due(c)) {
 		r = wc_commit(c, false);
 		if (r)

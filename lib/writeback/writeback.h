@@ -31,6 +31,11 @@ void wc_writeback_kick(struct wc_cache *c);
 bool wc_writeback_due(struct wc_cache *c);
 /* Cleaner mode: writes go around the cache and everything is written back. */
 bool wc_writeback_cleaning(struct wc_cache *c);
+/* wc_writeback, wc_set_cleaner and wc_poll on pmem (the api layer checks
+ * the arguments and picks the medium). */
+int wc_writeback_everything(struct wc_cache *c);
+void wc_writeback_set_cleaner(struct wc_cache *c, bool on);
+int wc_writeback_poll(struct wc_cache *c, unsigned budget);
 /* Write-back's part of wc_stats, and the reset of its counters. */
 void wc_writeback_stats(struct wc_cache *c, struct wc_stats *st);
 void wc_writeback_stats_reset(struct wc_cache *c);

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * block.h -- the block medium: the cache on a device or file that is not
+ * persistent memory (format.h has the layout).  Its parts:
+ *
+ *   device.c     the device: O_DIRECT, its logical block size, whole I/O,
+ *                the state and identity slots
+ *   log.c        the ring of segments: reserve room for a record, close a
+ *                full segment, write its summary
+ *   io.c         write (one record, one device write), read, flush, discard
+ *   recover.c    format, and the DRAM state rebuilt from the summaries
+ *   writeback.c  the medium's thread: autocommit, summaries, write-back of
+ *                the oldest dirty segment, reclaim of the tail
+ *
+ * It shares the cache's index (core/index.h: entries, shards, chains and
+ * the generation that lets a read find out it raced a free) and its free
+ * lists of entries (core/alloc.h).  An entry here names a version of an
+ * origin block and where its data is on the device (e->where); it is freed
+ * when a newer version is published, when a discard drops it, or when its
+ * segment is reclaimed.  Nothing on the device is ever invalidated: order
+ * does it (format.h).
+ *
+ * Locks: log.lock (the ring's head and reservations; never held across
+ * I/O except the rare state write that raises the open limit) ->
+ * a shard lock -> a free-list lock.  wb.lock (the thread's state) is
+ * taken alone.
+ */
+#ifndef WC_BLOCK_H
+#define WC_BLOCK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "block/format.h"
+#include "core/index.h"
+#include "wcache.h"
+
+struct wc_cache;
+struct wc_stats;
+
+/* A version written into a segment (for write-back and reclaim): its entry
+ * and the low half of its record's seq (an entry freed and reused names
+ * another version: seq differs). */
+struct wc_blk_live {
+	uint32_t idx;
+	uint32_t seq_lo;
+};
+
+struct wc_blk_seg {
+	uint64_t seg;            /* segment sequence number it holds; 0: none yet */
+	uint64_t used;           /* bytes of records reserved */
+	struct wc_blk_live *live;
+	uint32_t n_live, live_cap;
+	struct wc_blk_sum_ent *sum; /* the summary, built while it is written */
+	uint32_t n_sum;
+	atomic_uint pending;     /* records reserved and not yet on the device */
+	bool closed;             /* no more records: summary due once pending is 0 */
+	bool summarized;         /* its summary is written (or was found) */
+	uint32_t closed_ms;      /* when it closed (max_age_ms) */
+};
+
+struct wc_blk_stats {
+	atomic_uint_fast64_t records, record_bytes, dsync_writes, device_flushes, device_reads,
+	                     summaries, segments_reclaimed, evicted, waits_for_space;
+};
+
+struct wc_blk {
+	int fd;
+	bool direct;             /* O_DIRECT (false: a file system that refuses it) */
+	bool is_bdev;
+	uint32_t lba;            /* alignment of offsets, lengths and memory */
+	uint64_t dev_bytes;
+	struct wc_blk_geom g;
+	struct wc_blk_sb sb;
+	uint64_t cache_id;
+	struct wc_pmem_origin_id id_slots[2]; /* the identity slots as read (bind.c) */
+	char reason[160];        /* why this medium (wc_stats) */
+	char mode[160];          /* how it does I/O (wc_stats) */
+
+	struct {
+		pthread_mutex_t lock;
+		pthread_cond_t space;        /* writers waiting for a free segment */
+		uint64_t head;               /* the open segment */
+		uint64_t tail;               /* the oldest segment still in the ring */
+		uint64_t clean;              /* segments below it are written back */
+		uint64_t open_limit;         /* durable: no record above it */
+		uint64_t next_seq;           /* the next record's seq */
+		uint64_t state_gen;
+		unsigned state_slot;         /* the slot in force */
+		pthread_mutex_t state_lock;  /* one state write at a time */
+		struct wc_blk_seg *segs;     /* n_segments, by seg % n */
+		unsigned waiters;
+	} log;
+
+	/* Non-FUA records become durable at the next device flush: a write
+	 * counts itself in `written` when done, a flush records what it
+	 * covered in `durable` (io.c, wc_blk_flush). */
+	atomic_uint_fast64_t written;
+	uint64_t durable;                    /* under flush_lock */
+	pthread_mutex_t flush_lock;
+	atomic_uint_fast64_t unflushed_blocks;
+	atomic_uint_fast32_t first_unflushed_ms;
+
+	struct {
+		pthread_mutex_t lock;
+		pthread_cond_t cond;         /* the thread's sleep, and waiters for a round */
+		pthread_t thread;
+		bool running, stop;
+		bool kick;
+		bool active;                 /* between the watermarks, on the way down */
+		pthread_mutex_t step;        /* one step at a time (thread, wc_poll, wc_writeback) */
+		unsigned all_requests;       /* wc_writeback callers waiting */
+		uint64_t rounds_done;
+		int64_t last_error;
+		uint64_t failing_since_ms;
+		uint64_t ios, bytes, errors;
+		uint32_t backoff_ms;
+		void *buf;                   /* write-back's read buffer */
+		size_t buf_len;
+	} wb;
+
+	struct wc_blk_stats st;
+	uint64_t recover_ns;     /* the last recovery's time (wcbench recover) */
+};
+
+/* medium=auto: is this path for the block medium?  (create: the mapping's
+ * granularity is page and nothing forced it; open: the magic.) */
+bool wc_blk_is_block_image(const char *path);
+
+/* device.c */
+int wc_blk_device_open(struct wc_cache *c, bool create, uint64_t create_size);
+void wc_blk_device_close(struct wc_cache *c);
+int wc_blk_pread(struct wc_cache *c, void *buf, size_t len, uint64_t off, const char *what);
+int wc_blk_pwrite(struct wc_cache *c, const void *buf, size_t len, uint64_t off, bool dsync,
+                  const char *what);
+int wc_blk_fdatasync(struct wc_cache *c, const char *what);
+void *wc_blk_alloc_buf(struct wc_cache *c, size_t len);
+/* Write the ring's state (tail, clean point, open limit raised to at least
+ * `open_limit`) into the slot not in force, synced; the limit counts for
+ * writers once it is durable. */
+int wc_blk_state_write(struct wc_cache *c, uint64_t open_limit);
+int wc_blk_id_write(struct wc_cache *c, unsigned slot, const struct wc_pmem_origin_id *id);
+
+/* log.c */
+struct wc_blk_resv {
+	uint64_t seg, seq, off;  /* segment, record seq, device offset of the header */
+	uint32_t seg_slot;
+};
+int wc_blk_log_init(struct wc_cache *c);
+void wc_blk_log_fini(struct wc_cache *c);
+/* Room for a record of `count` blocks (or a discard when count is 0) in the
+ * open segment, opening the next one when it is full; waits (kicking
+ * write-back) while the ring is full.  idx/origin name the versions. */
+int wc_blk_reserve(struct wc_cache *c, const uint32_t *idx, const uint64_t *origin, unsigned count,
+                   uint64_t discard_first, uint32_t discard_len, struct wc_blk_resv *r);
+/* The record's device write ended (ok or not). */
+void wc_blk_record_done(struct wc_cache *c, const struct wc_blk_resv *r);
+/* Close the open segment now (write-back of everything, cleaner mode). */
+void wc_blk_close_head(struct wc_cache *c);
+void wc_blk_seg_close_locked(struct wc_cache *c, struct wc_blk_seg *sg);
+/* Write the summary of every closed segment whose records are all done. */
+int wc_blk_write_summaries(struct wc_cache *c);
+uint64_t wc_blk_free_segments(struct wc_cache *c);
+int wc_blk_seg_alloc(struct wc_cache *c, struct wc_blk_seg *sg, uint64_t seg);
+
+/* io.c */
+ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t offset, bool fua);
+ssize_t wc_blk_read(struct wc_cache *c, void *buf, size_t len, uint64_t offset);
+int wc_blk_flush(struct wc_cache *c, bool count);
+int wc_blk_discard(struct wc_cache *c, uint64_t offset, uint64_t len);
+/* Remove a version from the index and free it, or leave it to write-back
+ * when under it (shard lock held; frees go to out[]). */
+void wc_blk_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx, uint32_t *out, unsigned *n_out);
+
+/* recover.c */
+int wc_blk_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem_origin_id *id);
+int wc_blk_recover(struct wc_cache *c);
+uint64_t wc_blk_dirty_in_image(struct wc_cache *c);
+
+/* writeback.c */
+int wc_blk_wb_start(struct wc_cache *c);
+void wc_blk_wb_stop(struct wc_cache *c);
+void wc_blk_wb_kick(struct wc_cache *c);
+/* Write back every dirty block and wait (wc_writeback). */
+int wc_blk_writeback_all(struct wc_cache *c);
+/* One step of the thread's work (wc_poll and the thread): autocommit,
+ * summaries, write-back, reclaim.  Returns units done or -errno. */
+int wc_blk_wb_step(struct wc_cache *c, bool all);
+void wc_blk_wb_stats(struct wc_cache *c, struct wc_stats *st);
+
+/* The medium's hooks for the core (bind.c): struct wc_medium_ops. */
+extern const struct wc_medium_ops wc_blk_medium_ops;
+
+/* The device offset of an entry's data, kept in the DRAM entry. */
+static inline uint64_t wc_blk_where(const struct wc_entry *e)
+{
+	return (uint64_t)e->spare[0] | (uint64_t)e->spare[1] << 32;
+}
+static inline void wc_blk_set_where(struct wc_entry *e, uint64_t off)
+{
+	e->spare[0] = (uint32_t)off;
+	e->spare[1] = (uint32_t)(off >> 32);
+}
+
+#endif /* WC_BLOCK_H */

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * device.c -- the block medium's device: opened with O_DIRECT (no page
+ * cache: what a write returned is in the device, and a flush or RWF_DSYNC
+ * makes it durable), its logical block size read from it, whole reads and
+ * writes, and the 4 KiB slots written alone (state, identity).
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "block/block.h"
+#include "core/cache.h"
+#include "core/medium.h"
+#include "util/error.h"
+#include "util/lock.h"
+
+/* The offset, length and memory alignment O_DIRECT needs here. */
+static uint32_t dio_alignment(struct wc_blk *b, const struct stat *st)
+{
+	if (S_ISBLK(st->st_mode)) {
+		int ssz = 0;
+
+		if (ioctl(b->fd, BLKSSZGET, &ssz) == 0 && ssz >= 512 && ssz <= 4096)
+			return (uint32_t)ssz;
+		return 4096;
+	}
+#ifdef STATX_DIOALIGN
+	{
+		struct statx sx;
+
+		if (statx(b->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+		    (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align >= 512 &&
+		    sx.stx_dio_offset_align <= 4096)
+			return sx.stx_dio_offset_align > sx.stx_dio_mem_align ? sx.stx_dio_offset_align
+			                                                      : (sx.stx_dio_mem_align > 512
+			                                                         ? sx.stx_dio_mem_align : 512);
+	}
+#endif
+	/* The file system's block device's sector size is what ext4 and XFS
+	 * ask; unknown here, 4096 is safe on every device. */
+	return 4096;
+}
+
+/* Make a new file of `size` bytes whose extents are written: ext4 and XFS
+ * mark fallocated extents unwritten, and the first synced write into one
+ * commits the journal (several device writes instead of one).  Written once
+ * at create, with large O_DIRECT writes. */
+static int fill_file(struct wc_cache *c, uint64_t from, uint64_t size)
+{
+	struct wc_blk *b = c->blk;
+	size_t chunk = 8u << 20;
+	void *z = wc_blk_alloc_buf(c, chunk);
+	int ret = 0;
+
+	if (!z)
+		return wc_err(-ENOMEM, "%s: zero buffer", c->cache_path);
+	memset(z, 0, chunk);
+	for (uint64_t off = from / 65536 * 65536; off < size && !ret; off += chunk) {
+		size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
+
+		ret = wc_blk_pwrite(c, z, (n + b->lba - 1) / b->lba * b->lba, off, false, "fill");
+	}
+	free(z);
+	if (!ret && ftruncate(b->fd, (off_t)size))
+		ret = wc_err_sys(-errno, "%s: truncate to %llu", c->cache_path, (unsigned long long)size);
+	if (!ret)
+		ret = wc_blk_fdatasync(c, "fill");
+	return ret;
+}
+
+int wc_blk_device_open(struct wc_cache *c, bool create, uint64_t create_size)
+{
+	struct wc_blk *b = c->blk;
+	struct stat st;
+	int fl;
+
+	if (c->fd < 0) {
+		c->fd = open(c->cache_path, O_RDWR | O_CLOEXEC | (create && create_size ? O_CREAT : 0), 0644);
+		if (c->fd < 0) {
+			if (errno == ENOENT && create)
+				return wc_err(-ENOENT, "%s: no such file (create it with the cache's size, "
+				              "or set cache_size)", c->cache_path);
+			return wc_err_sys(-errno, "%s: open", c->cache_path);
+		}
+		int ret = wc_lock_take(c->fd, "cache", c->cache_path);
+
+		if (ret)
+			return ret;
+	}
+	if (fstat(c->fd, &st))
+		return wc_err_sys(-errno, "%s: fstat", c->cache_path);
+	if (S_ISDIR(st.st_mode))
+		return wc_err(-EISDIR, "%s: is a directory", c->cache_path);
+	/* Our own descriptor for the data: the locked one stays as it is (the
+	 * lock is on the open file description). */
+	b->fd = open(c->cache_path, O_RDWR | O_CLOEXEC | O_DIRECT);
+	b->direct = b->fd >= 0;
+	if (b->fd < 0 && errno == EINVAL) {
+		/* tmpfs (before Linux 6.6) and some FUSE file systems refuse
+		 * O_DIRECT: written through the page cache, durable by
+		 * fdatasync and RWF_DSYNC all the same. */
+		b->fd = open(c->cache_path, O_RDWR | O_CLOEXEC);
+	}
+	if (b->fd < 0)
+		return wc_err_sys(-errno, "%s: open for O_DIRECT I/O", c->cache_path);
+	b->is_bdev = S_ISBLK(st.st_mode);
+	b->lba = dio_alignment(b, &st);
+	if (b->is_bdev) {
+		uint64_t sz = 0;
+
+		if (ioctl(b->fd, BLKGETSIZE64, &sz))
+			return wc_err_sys(-errno, "%s: BLKGETSIZE64", c->cache_path);
+		b->dev_bytes = sz;
+	} else {
+		b->dev_bytes = (uint64_t)st.st_size;
+		if (create && create_size && b->dev_bytes < create_size) {
+			int ret = fill_file(c, b->dev_bytes, create_size);
+
+			if (ret)
+				return ret;
+			b->dev_bytes = create_size;
+		}
+	}
+	fl = fcntl(b->fd, F_GETFL);
+	snprintf(b->mode, sizeof(b->mode), "%s, %s, logical block %u B, records written with %s",
+	         b->is_bdev ? "block device" : "file", (fl & O_DIRECT) ? "O_DIRECT" : "buffered (O_DIRECT refused)",
+	         b->lba, "one pwrite each (RWF_DSYNC when FUA)");
+	return 0;
+}
+
+void wc_blk_device_close(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+
+	if (b && b->fd >= 0)
+		close(b->fd);
+	if (b)
+		b->fd = -1;
+}
+
+void *wc_blk_alloc_buf(struct wc_cache *c, size_t len)
+{
+	void *p = NULL;
+
+	(void)c;
+	if (posix_memalign(&p, 4096, len ? len : 4096))
+		return NULL;
+	return p;
+}
+
+int wc_blk_pread(struct wc_cache *c, void *buf, size_t len, uint64_t off, const char *what)
+{
+	struct wc_blk *b = c->blk;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(b->fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return wc_err_sys(-errno, "%s: %s: read of %zu bytes at %llu", c->cache_path, what,
+			                  len, (unsigned long long)off);
+		if (n == 0)
+			return wc_err(-EIO, "%s: %s: read at %llu is past the end of the device",
+			              c->cache_path, what, (unsigned long long)(off + done));
+		done += (size_t)n;
+	}
+	atomic_fetch_add_explicit(&b->st.device_reads, 1, memory_order_relaxed);
+	return 0;
+}
+
+int wc_blk_pwrite(struct wc_cache *c, const void *buf, size_t len, uint64_t off, bool dsync,
+                  const char *what)
+{
+	struct wc_blk *b = c->blk;
+	size_t done = 0;
+
+	while (done < len) {
+		struct iovec iov = { (char *)buf + done, len - done };
+		/* RWF_DSYNC: the write and what makes it durable in one call
+		 * (a FUA write where the device has FUA, else write + flush). */
+		ssize_t n = pwritev2(b->fd, &iov, 1, (off_t)(off + done), dsync ? RWF_DSYNC : 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return wc_err_sys(-errno, "%s: %s: write of %zu bytes at %llu", c->cache_path, what,
+			                  len, (unsigned long long)off);
+		if (n == 0)
+			return wc_err(-EIO, "%s: %s: write at %llu wrote nothing", c->cache_path, what,
+			              (unsigned long long)(off + done));
+		done += (size_t)n;
+	}
+	if (dsync)
+		atomic_fetch_add_explicit(&b->st.dsync_writes, 1, memory_order_relaxed);
+	return 0;
+}
+
+int wc_blk_fdatasync(struct wc_cache *c, const char *what)
+{
+	struct wc_blk *b = c->blk;
+
+	if (fdatasync(b->fd))
+		return wc_err_sys(-errno, "%s: %s: flush of the device", c->cache_path, what);
+	atomic_fetch_add_explicit(&b->st.device_flushes, 1, memory_order_relaxed);
+	return 0;
+}
+
+/* Write the ring's state into the slot not in force (log.state_lock held by
+ * the caller, or alone at open/close). */
+static int state_write_locked(struct wc_cache *c, uint64_t open_limit)
+{
+	struct wc_blk *b = c->blk;
+	struct wc_blk_state *st = wc_blk_alloc_buf(c, WC_BLK_UNIT);
+	unsigned to = b->log.state_slot ^ 1u;
+	uint64_t st_open_limit;
+	int ret;
+
+	if (!st)
+		return wc_err(-ENOMEM, "%s: state buffer", c->cache_path);
+	memset(st, 0, WC_BLK_UNIT);
+	st->magic = WC_BLK_STATE_MAGIC;
+	st->generation = b->log.state_gen + 1;
+	pthread_mutex_lock(&b->log.lock);
+	st->tail_seg = b->log.tail;
+	st->clean_seg = b->log.clean;
+	st->open_limit = open_limit > b->log.open_limit ? open_limit : b->log.open_limit;
+	pthread_mutex_unlock(&b->log.lock);
+	st->time = (uint64_t)time(NULL);
+	st->crc = wc_blk_state_crc(st);
+	st_open_limit = st->open_limit;
+	ret = wc_blk_pwrite(c, st, WC_BLK_UNIT, WC_BLK_STATE_OFFSET + (uint64_t)to * WC_BLK_UNIT, true,
+	                    "state");
+	free(st);
+	if (ret)
+		return ret;
+	b->log.state_gen++;
+	b->log.state_slot = to;
+	/* Durable now: writers may open segments up to it. */
+	pthread_mutex_lock(&b->log.lock);
+	if (st_open_limit > b->log.open_limit)
+		b->log.open_limit = st_open_limit;
+	pthread_mutex_unlock(&b->log.lock);
+	return 0;
+}
+
+int wc_blk_state_write(struct wc_cache *c, uint64_t open_limit)
+{
+	struct wc_blk *b = c->blk;
+	int ret;
+
+	pthread_mutex_lock(&b->log.state_lock);
+	ret = state_write_locked(c, open_limit);
+	pthread_mutex_unlock(&b->log.state_lock);
+	return ret;
+}
+
+int wc_blk_id_write(struct wc_cache *c, unsigned slot, const struct wc_pmem_origin_id *id)
+{
+	struct wc_blk *b = c->blk;
+	void *u = wc_blk_alloc_buf(c, WC_BLK_UNIT);
+	int ret;
+
+	if (!u)
+		return wc_err(-ENOMEM, "%s: identity buffer", c->cache_path);
+	memset(u, 0, WC_BLK_UNIT);
+	memcpy(u, id, sizeof(*id));
+	ret = wc_blk_pwrite(c, u, WC_BLK_UNIT, WC_BLK_ID_OFFSET + (uint64_t)slot * WC_BLK_UNIT, true,
+	                    "origin identity");
+	free(u);
+	if (!ret)
+		b->id_slots[slot] = *id;
+	return ret;
+}
+
+static const struct wc_pmem_origin_id *blk_id_slots(struct wc_cache *c)
+{
+	return c->blk->id_slots;
+}
+
+static uint64_t blk_format_origin_size(struct wc_cache *c)
+{
+	return c->blk->sb.origin_size;
+}
+
+const struct wc_medium_ops wc_blk_medium_ops = {
+	.name = "block",
+	.id_slots = blk_id_slots,
+	.format_origin_size = blk_format_origin_size,
+	.write_id_slot = wc_blk_id_write,
+	.dirty_in_image = wc_blk_dirty_in_image,
+};
+
+bool wc_blk_is_block_image(const char *path)
+{
+	uint64_t magic = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool yes;
+
+	if (fd < 0)
+		return false;
+	yes = pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) && magic == WC_BLK_MAGIC;
+	close(fd);
+	return yes;
+}

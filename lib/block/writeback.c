@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * writeback.c -- the block medium's thread, one step at a time:
+ *
+ *   autocommit  a device flush once writes without FUA have waited
+ *               autocommit_ms, or autocommit_blocks of them (65,536 by
+ *               default here, dm-writecache's ssd-mode default);
+ *   summaries   of the closed segments whose records are all done;
+ *   write-back  of the oldest segment not yet clean, whole: its current
+ *               versions read from the device and written to the origin,
+ *               the origin flushed, the versions marked clean -- when dirty
+ *               segments pass high_watermark % of the ring (down to
+ *               low_watermark %), when the oldest one is older than
+ *               max_age_ms, in cleaner mode, or when asked (wc_writeback);
+ *   reclaim     of the tail once it is clean and free segments run short:
+ *               its versions leave the index, the state records the new
+ *               tail (synced), and the segment is free for the head.
+ *
+ * Segments are written back in ring order, so a version never reaches the
+ * origin after a newer one of the same block.  The origin's failures are
+ * retried with backoff and do not stop the cache: what it cannot take stays
+ * dirty in the ring.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "block/block.h"
+#include "core/cache.h"
+#include "util/error.h"
+#include "writeback/writeback.h"
+
+#define WB_MAX_BLOCKS 256u
+
+static unsigned autocommit_blocks(struct wc_cache *c)
+{
+	/* The pmem default (64) would flush a disk every 64 writes. */
+	return c->cfg.autocommit_blocks == 64 ? 65536u : c->cfg.autocommit_blocks;
+}
+
+static bool autocommit_due(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+	uint64_t n = atomic_load_explicit(&b->unflushed_blocks, memory_order_relaxed);
+
+	if (!n)
+		return false;
+	return n >= autocommit_blocks(c) ||
+	       wc_now_ms(c) - atomic_load_explicit(&b->first_unflushed_ms, memory_order_relaxed) >=
+	               c->cfg.autocommit_ms;
+}
+
+/* Segments holding dirty versions (the head counts once it has records). */
+static uint64_t dirty_segments(struct wc_blk *b)
+{
+	struct wc_blk_seg *h = &b->log.segs[b->log.head % b->g.n_segments];
+	uint64_t last = h->used ? b->log.head : b->log.head - 1;
+
+	return last + 1 > b->log.clean ? last + 1 - b->log.clean : 0;
+}
+
+static bool wb_due(struct wc_cache *c, bool all, bool *active)
+{
+	struct wc_blk *b = c->blk;
+	uint64_t n = b->g.n_segments, dirty, free_segs, reserve = n / 8 > 2 ? n / 8 : 2;
+	struct wc_blk_seg *sg;
+	bool due;
+
+	pthread_mutex_lock(&b->log.lock);
+	dirty = dirty_segments(b);
+	free_segs = wc_blk_free_segments(c);
+	sg = &b->log.segs[b->log.clean % n];
+	if (!dirty) {
+		*active = false;
+		pthread_mutex_unlock(&b->log.lock);
+		return false;
+	}
+	if (dirty * 100 >= (uint64_t)c->cfg.high_watermark * n)
+		*active = true;
+	else if (dirty * 100 <= (uint64_t)c->cfg.low_watermark * n)
+		*active = false;
+	due = all || *active || wc_writeback_cleaning(c) ||
+	      /* the ring is short of room and nothing clean is left to reclaim */
+	      ((free_segs < reserve || b->log.waiters) && b->log.tail == b->log.clean) ||
+	      (c->cfg.max_age_ms && sg->closed && wc_now_ms(c) - sg->closed_ms >= c->cfg.max_age_ms);
+	pthread_mutex_unlock(&b->log.lock);
+	return due;
+}
+
+struct wb_item {
+	uint32_t idx;
+	uint64_t origin, where;
+};
+
+/* Mark the current dirty versions of segment sg as under write-back. */
+static unsigned collect(struct wc_cache *c, struct wc_blk_seg *sg, struct wb_item *out)
+{
+	struct wc_blk *b = c->blk;
+	uint64_t lo = wc_blk_seg_offset(&b->g, sg->seg), hi = lo + b->g.seg_data_bytes;
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < sg->n_live; i++) {
+		struct wc_entry *e = &c->e[sg->live[i].idx];
+		uint64_t origin = __atomic_load_n(&e->origin, __ATOMIC_RELAXED);
+		struct wc_shard *s;
+
+		if (origin >= c->origin_blocks)
+			continue;
+		s = wc_shard_of(c, origin);
+		wc_spin_lock(&s->lock);
+		if (e->origin == origin && (uint32_t)e->seq == sg->live[i].seq_lo &&
+		    (e->flags & (WC_E_CURRENT | WC_E_CLEAN | WC_E_WB)) == WC_E_CURRENT &&
+		    wc_blk_where(e) >= lo && wc_blk_where(e) < hi) {
+			wc_entry_set_flags(e, e->flags | WC_E_WB);
+			out[n++] = (struct wb_item){ sg->live[i].idx, origin, wc_blk_where(e) };
+		}
+		wc_spin_unlock(&s->lock);
+	}
+	return n;
+}
+
+/* Write-back's end for these versions: clean (ok) or dirty again; those
+ * superseded meanwhile are freed now. */
+static void finish(struct wc_cache *c, const struct wb_item *it, unsigned n, bool ok)
+{
+	uint32_t dead[256];
+	unsigned n_dead = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct wc_entry *e = &c->e[it[i].idx];
+		struct wc_shard *s = wc_shard_of(c, it[i].origin);
+
+		wc_spin_lock(&s->lock);
+		if (e->flags & WC_E_SUPERSEDED) {
+			wc_entry_set_flags(e, 0);
+			dead[n_dead++] = it[i].idx;
+		} else if (ok) {
+			wc_entry_set_flags(e, (e->flags & ~WC_E_WB) | WC_E_CLEAN);
+			s->current--;
+		} else {
+			wc_entry_set_flags(e, e->flags & ~WC_E_WB);
+		}
+		wc_spin_unlock(&s->lock);
+		if (n_dead == 256) {
+			wc_free_batch(c, dead, n_dead);
+			n_dead = 0;
+		}
+	}
+	wc_free_batch(c, dead, n_dead);
+}
+
+/* Read a batch from the device (runs contiguous there as one read) and
+ * write it to the origin (runs contiguous there as one request). */
+static int write_batch(struct wc_cache *c, const struct wb_item *it, unsigned n)
+{
+	struct wc_blk *b = c->blk;
+	uint32_t bs = c->layout.block_size;
+	struct wc_origin_range r[WB_MAX_BLOCKS];
+	unsigned nr = 0;
+	char *buf = b->wb.buf;
+	int ret;
+
+	for (unsigned i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && it[j].where == it[j - 1].where + bs; j++)
+			;
+		ret = wc_blk_pread(c, buf + (size_t)i * bs, (size_t)(j - i) * bs, it[i].where,
+		                   "write-back read");
+		if (ret)
+			return ret;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (nr && r[nr - 1].offset + r[nr - 1].len == (it[i].origin << c->block_shift) &&
+		    (char *)r[nr - 1].buf + r[nr - 1].len == buf + (size_t)i * bs &&
+		    r[nr - 1].len < ((size_t)c->cfg.writeback_max_io_kib << 10)) {
+			r[nr - 1].len += bs;
+			continue;
+		}
+		r[nr++] = (struct wc_origin_range){ buf + (size_t)i * bs, bs, it[i].origin << c->block_shift };
+	}
+	ret = wc_origin_rw_many(&c->origin, WC_ORIGIN_WRITE, r, nr);
+	if (!ret) {
+		b->wb.ios += nr;
+		b->wb.bytes += (uint64_t)n * bs;
+	}
+	return ret;
+}
+
+static void note_failure(struct wc_cache *c, int err)
+{
+	struct wc_blk *b = c->blk;
+
+	pthread_mutex_lock(&b->wb.lock);
+	b->wb.errors++;
+	if (!b->wb.last_error)
+		b->wb.failing_since_ms = wc_now_ms(c);
+	b->wb.last_error = err;
+	b->wb.backoff_ms = b->wb.backoff_ms ? (b->wb.backoff_ms * 2 > 2000 ? 2000 : b->wb.backoff_ms * 2)
+	                                    : 10;
+	pthread_mutex_unlock(&b->wb.lock);
+}
+
+/* Write back the oldest dirty segment.  1: done, 0: not ready yet (records
+ * in flight, or its summary not written), -errno. */
+static int writeback_segment(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+	struct wc_blk_seg *sg;
+	struct wb_item *it;
+	unsigned n;
+	uint64_t seg;
+	int ret = 0;
+
+	pthread_mutex_lock(&b->log.lock);
+	seg = b->log.clean;
+	sg = &b->log.segs[seg % b->g.n_segments];
+	if (seg > b->log.head || sg->seg != seg) {
+		pthread_mutex_unlock(&b->log.lock);
+		return 0;
+	}
+	if (!sg->closed && sg->used)
+		wc_blk_seg_close_locked(c, sg); /* the head: written back whole */
+	if (!sg->closed && !sg->used && seg == b->log.head) {
+		pthread_mutex_unlock(&b->log.lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&b->log.lock);
+	/* Its summary is written once its records are done and durable: the
+	 * origin then only ever gets what the cache holds durably. */
+	if (!sg->summarized) {
+		ret = wc_blk_write_summaries(c);
+		if (ret < 0)
+			return ret;
+		if (!sg->summarized)
+			return 0;
+	}
+	it = malloc(sg->n_live * sizeof(*it) + 1);
+	if (!it)
+		return wc_err(-ENOMEM, "%s: write-back list", c->cache_path);
+	n = collect(c, sg, it);
+	for (unsigned i = 0; i < n && !ret; i += WB_MAX_BLOCKS)
+		ret = write_batch(c, it + i, n - i < WB_MAX_BLOCKS ? n - i : WB_MAX_BLOCKS);
+	if (!ret && n)
+		ret = wc_origin_flush(&c->origin);
+	finish(c, it, n, ret == 0);
+	free(it);
+	if (ret) {
+		note_failure(c, ret);
+		return ret;
+	}
+	pthread_mutex_lock(&b->wb.lock);
+	b->wb.last_error = 0;
+	b->wb.failing_since_ms = 0;
+	b->wb.backoff_ms = 0;
+	pthread_mutex_unlock(&b->wb.lock);
+	pthread_mutex_lock(&b->log.lock);
+	b->log.clean = seg + 1;
+	pthread_mutex_unlock(&b->log.lock);
+	return 1;
+}
+
+static bool reclaim_due(struct wc_cache *c, bool all)
+{
+	struct wc_blk *b = c->blk;
+	uint64_t n = b->g.n_segments, reserve = n / 8 > 2 ? n / 8 : 2;
+	bool due;
+
+	(void)all;
+	pthread_mutex_lock(&b->log.lock);
+	due = b->log.tail < b->log.clean && b->log.tail < b->log.head &&
+	      (wc_blk_free_segments(c) < reserve || b->log.waiters);
+	pthread_mutex_unlock(&b->log.lock);
+	return due;
+}
+
+/* Reclaim the tail segment (clean): its versions leave the cache. */
+static int reclaim_tail(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+	struct wc_blk_seg *sg = &b->log.segs[b->log.tail % b->g.n_segments];
+	uint64_t lo = wc_blk_seg_offset(&b->g, sg->seg), hi = lo + b->g.seg_data_bytes, evicted = 0;
+	uint32_t dead[256];
+	unsigned n_dead = 0;
+	int ret;
+
+	for (uint32_t i = 0; i < sg->n_live; i++) {
+		uint32_t idx = sg->live[i].idx;
+		struct wc_entry *e = &c->e[idx];
+		uint64_t origin = __atomic_load_n(&e->origin, __ATOMIC_RELAXED);
+		struct wc_shard *s;
+
+		if (origin >= c->origin_blocks)
+			continue;
+		s = wc_shard_of(c, origin);
+		wc_spin_lock(&s->lock);
+		if (e->origin == origin && (uint32_t)e->seq == sg->live[i].seq_lo &&
+		    (e->flags & WC_E_INDEXED) && wc_blk_where(e) >= lo && wc_blk_where(e) < hi) {
+			WC_ASSERT((e->flags & (WC_E_CLEAN | WC_E_WB)) == WC_E_CLEAN);
+			wc_blk_drop(c, s, idx, dead, &n_dead);
+			evicted++;
+		}
+		wc_spin_unlock(&s->lock);
+		if (n_dead == 256) {
+			wc_free_batch(c, dead, n_dead);
+			n_dead = 0;
+		}
+	}
+	wc_free_batch(c, dead, n_dead);
+	/* The entries are free (their generations moved) before the new tail
+	 * is durable and the segment can be written again. */
+	pthread_mutex_lock(&b->log.lock);
+	b->log.tail++;
+	pthread_mutex_unlock(&b->log.lock);
+	ret = wc_blk_state_write(c, 0);
+	if (ret) {
+		pthread_mutex_lock(&b->log.lock);
+		b->log.tail--;
+		pthread_mutex_unlock(&b->log.lock);
+		wc_set_error(c, -EIO, wc_errmsg());
+		return ret;
+	}
+	pthread_mutex_lock(&b->log.lock);
+	sg->seg = 0;
+	pthread_cond_broadcast(&b->log.space);
+	pthread_mutex_unlock(&b->log.lock);
+	atomic_fetch_add_explicit(&b->st.segments_reclaimed, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->st.evicted, evicted, memory_order_relaxed);
+	return 1;
+}
+
+int wc_blk_wb_step(struct wc_cache *c, bool all)
+{
+	struct wc_blk *b = c->blk;
+	int units = 0, ret;
+
+	if (wc_has_error(c))
+		return -EIO;
+	pthread_mutex_lock(&b->wb.step);
+	if (autocommit_due(c)) {
+		ret = wc_blk_flush(c, false);
+		if (ret)
+			goto out;
+		units++;
+	}
+	ret = wc_blk_write_summaries(c);
+	if (ret < 0)
+		goto out;
+	units += ret;
+	ret = 0;
+	while (wb_due(c, all, &b->wb.active)) {
+		ret = writeback_segment(c);
+		if (ret <= 0)
+			break;
+		units++;
+	}
+	if (ret < 0 && !all)
+		ret = 0; /* retried with backoff; the cache goes on */
+	while (ret >= 0 && reclaim_due(c, all)) {
+		int r = reclaim_tail(c);
+
+		if (r < 0) {
+			ret = r;
+			break;
+		}
+		units++;
+	}
+out:
+	pthread_mutex_unlock(&b->wb.step);
+	return ret < 0 ? ret : units;
+}
+
+/* ---- the thread ---------------------------------------------------------- */
+
+void wc_blk_wb_kick(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+
+	pthread_mutex_lock(&b->wb.lock);
+	b->wb.kick = true;
+	pthread_cond_broadcast(&b->wb.cond);
+	pthread_mutex_unlock(&b->wb.lock);
+}
+
+static void *wb_thread(void *arg)
+{
+	struct wc_cache *c = arg;
+	struct wc_blk *b = c->blk;
+
+	pthread_mutex_lock(&b->wb.lock);
+	while (!b->wb.stop) {
+		struct timespec ts;
+		unsigned wait_ms = b->wb.backoff_ms ? b->wb.backoff_ms : 50;
+
+		if (!b->wb.kick) {
+			ts = wc_clock_deadline_ms(wait_ms);
+			pthread_cond_timedwait(&b->wb.cond, &b->wb.lock, &ts);
+		}
+		if (b->wb.stop)
+			break;
+		b->wb.kick = false;
+		pthread_mutex_unlock(&b->wb.lock);
+		wc_blk_wb_step(c, false);
+		pthread_mutex_lock(&b->wb.lock);
+	}
+	pthread_mutex_unlock(&b->wb.lock);
+	return NULL;
+}
+
+int wc_blk_wb_start(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+	size_t len = (size_t)WB_MAX_BLOCKS * c->layout.block_size;
+	int ret;
+
+	b->wb.buf = wc_blk_alloc_buf(c, len);
+	if (!b->wb.buf)
+		return wc_err(-ENOMEM, "%s: write-back buffer", c->cache_path);
+	b->wb.buf_len = len;
+	if (c->cfg.no_threads)
+		return 0;
+	ret = pthread_create(&b->wb.thread, NULL, wb_thread, c);
+	if (ret)
+		return wc_err(-ret, "%s: write-back thread", c->cache_path);
+	b->wb.running = true;
+	return 0;
+}
+
+void wc_blk_wb_stop(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+
+	if (!b)
+		return;
+	if (b->wb.running) {
+		pthread_mutex_lock(&b->wb.lock);
+		b->wb.stop = true;
+		pthread_cond_broadcast(&b->wb.cond);
+		pthread_mutex_unlock(&b->wb.lock);
+		pthread_join(b->wb.thread, NULL);
+		b->wb.running = false;
+	}
+}
+
+int wc_blk_writeback_all(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+	int ret;
+
+	for (;;) {
+		uint64_t clean, head;
+		bool head_empty;
+
+		ret = wc_blk_wb_step(c, true);
+		if (ret < 0)
+			return ret;
+		pthread_mutex_lock(&b->log.lock);
+		clean = b->log.clean;
+		head = b->log.head;
+		head_empty = !b->log.segs[head % b->g.n_segments].used;
+		pthread_mutex_unlock(&b->log.lock);
+		if (clean > head || (clean == head && head_empty))
+			break;
+		if (ret == 0) {
+			/* Records of the head still in flight: let them end. */
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return wc_origin_flush(&c->origin);
+}
+
+void wc_blk_wb_stats(struct wc_cache *c, struct wc_stats *st)
+{
+	struct wc_blk *b = c->blk;
+
+	pthread_mutex_lock(&b->wb.lock);
+	st->writeback_ios = b->wb.ios;
+	st->writeback_bytes = b->wb.bytes;
+	st->writeback_errors = b->wb.errors;
+	st->writeback_last_error = b->wb.last_error;
+	st->writeback_failing_ms = b->wb.last_error ? wc_now_ms(c) - b->wb.failing_since_ms : 0;
+	pthread_mutex_unlock(&b->wb.lock);
+}
