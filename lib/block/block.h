@@ -41,6 +41,7 @@
 
 struct wc_cache;
 struct wc_stats;
+struct wc_blk_io_hooks;
 
 /* A version written into a segment (for write-back and reclaim): its entry
  * and the low half of its record's seq (an entry freed and reused names
@@ -72,6 +73,7 @@ struct wc_blk {
 	int fd;
 	bool direct;             /* O_DIRECT (false: a file system that refuses it) */
 	bool is_bdev;
+	const struct wc_blk_io_hooks *io; /* tests only (core/testhooks.h) */
 	uint32_t lba;            /* alignment of offsets, lengths and memory */
 	uint64_t dev_bytes;
 	struct wc_blk_geom g;

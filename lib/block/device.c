@@ -21,6 +21,7 @@
 #include "block/block.h"
 #include "core/cache.h"
 #include "core/medium.h"
+#include "core/testhooks.h"
 #include "util/error.h"
 #include "util/lock.h"
 
@@ -114,6 +115,8 @@ int wc_blk_device_open(struct wc_cache *c, bool create, uint64_t create_size)
 	if (b->fd < 0)
 		return wc_err_sys(-errno, "%s: open for O_DIRECT I/O", c->cache_path);
 	b->is_bdev = S_ISBLK(st.st_mode);
+	if (wc_test_hooks && wc_test_hooks->blk_io)
+		b->io = wc_test_hooks->blk_io;
 	b->lba = dio_alignment(b, &st);
 	if (b->is_bdev) {
 		uint64_t sz = 0;
@@ -163,6 +166,12 @@ int wc_blk_pread(struct wc_cache *c, void *buf, size_t len, uint64_t off, const 
 	struct wc_blk *b = c->blk;
 	size_t done = 0;
 
+	if (b->io) {
+		int ret = b->io->pread(b->io->ctx, buf, len, off);
+
+		return ret ? wc_err(ret, "%s: %s: read of %zu bytes at %llu failed", c->cache_path, what,
+		                    len, (unsigned long long)off) : 0;
+	}
 	while (done < len) {
 		ssize_t n = pread(b->fd, (char *)buf + done, len - done, (off_t)(off + done));
 
@@ -186,6 +195,16 @@ int wc_blk_pwrite(struct wc_cache *c, const void *buf, size_t len, uint64_t off,
 	struct wc_blk *b = c->blk;
 	size_t done = 0;
 
+	if (b->io) {
+		int ret = b->io->pwrite(b->io->ctx, buf, len, off, dsync);
+
+		if (ret)
+			return wc_err(ret, "%s: %s: write of %zu bytes at %llu failed", c->cache_path, what,
+			              len, (unsigned long long)off);
+		if (dsync)
+			atomic_fetch_add_explicit(&b->st.dsync_writes, 1, memory_order_relaxed);
+		return 0;
+	}
 	while (done < len) {
 		struct iovec iov = { (char *)buf + done, len - done };
 		/* RWF_DSYNC: the write and what makes it durable in one call
@@ -211,6 +230,14 @@ int wc_blk_fdatasync(struct wc_cache *c, const char *what)
 {
 	struct wc_blk *b = c->blk;
 
+	if (b->io) {
+		int ret = b->io->flush(b->io->ctx);
+
+		if (ret)
+			return wc_err(ret, "%s: %s: flush of the device failed", c->cache_path, what);
+		atomic_fetch_add_explicit(&b->st.device_flushes, 1, memory_order_relaxed);
+		return 0;
+	}
 	if (fdatasync(b->fd))
 		return wc_err_sys(-errno, "%s: %s: flush of the device", c->cache_path, what);
 	atomic_fetch_add_explicit(&b->st.device_flushes, 1, memory_order_relaxed);

@@ -8,9 +8,24 @@
 #ifndef WC_TESTHOOKS_H
 #define WC_TESTHOOKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "flush/flush.h"
+
+/* The block medium's device I/O (lib/block/device.c).  Set, every write,
+ * read and flush of the cache device goes here instead of the system calls
+ * (the file is still opened and locked as usual): the power-failure
+ * simulator keeps what a flush made durable and keeps, drops or tears at
+ * the logical block size what it did not.  Each returns 0 or -errno; a
+ * write or read moves all `len` bytes or fails. */
+struct wc_blk_io_hooks {
+	int (*pwrite)(void *ctx, const void *buf, size_t len, uint64_t off, bool dsync);
+	int (*pread)(void *ctx, void *buf, size_t len, uint64_t off);
+	int (*flush)(void *ctx);
+	void *ctx;
+};
 
 struct wc_test_hooks {
 	const struct wc_persist_observer *observer;
@@ -22,6 +37,8 @@ struct wc_test_hooks {
 	 * another thread can land in the next epoch (commit.c). */
 	void (*commit_quiet)(void *arg);
 	void *commit_quiet_arg;
+	/* The block medium's device I/O (NULL: the system calls). */
+	const struct wc_blk_io_hooks *blk_io;
 	/* wc_writeback's patience with a failing origin, in ms (0: 60 s). */
 	unsigned writeback_give_up_ms;
 };
