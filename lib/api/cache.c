@@ -548,7 +548,7 @@ int wc_close(wc_cache *c)
 			if (ret >= 0)
 				ret = wc_blk_flush(c, false);
 			if (ret >= 0)
-				ret = wc_blk_state_write(c, 0);
+				ret = wc_blk_state_write(c, 0, 0);
 		}
 		if (ret > 0)
 			ret = 0;

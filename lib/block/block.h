@@ -141,10 +141,10 @@ int wc_blk_pwrite(struct wc_cache *c, const void *buf, size_t len, uint64_t off,
                   const char *what);
 int wc_blk_fdatasync(struct wc_cache *c, const char *what);
 void *wc_blk_alloc_buf(struct wc_cache *c, size_t len);
-/* Write the ring's state (tail, clean point, open limit raised to at least
- * `open_limit`) into the slot not in force, synced; the limit counts for
- * writers once it is durable. */
-int wc_blk_state_write(struct wc_cache *c, uint64_t open_limit);
+/* Write the ring's state (tail -- moved up to new_tail if larger --, clean
+ * point, open limit raised to at least `open_limit`) into the slot not in
+ * force, synced; the new limit and tail count once durable. */
+int wc_blk_state_write(struct wc_cache *c, uint64_t open_limit, uint64_t new_tail);
 int wc_blk_id_write(struct wc_cache *c, unsigned slot, const struct wc_pmem_origin_id *id);
 
 /* log.c */

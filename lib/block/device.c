@@ -245,8 +245,10 @@ int wc_blk_fdatasync(struct wc_cache *c, const char *what)
 }
 
 /* Write the ring's state into the slot not in force (log.state_lock held by
- * the caller, or alone at open/close). */
-static int state_write_locked(struct wc_cache *c, uint64_t open_limit)
+ * the caller, or alone at open/close).  A tail moved to new_tail (reclaim)
+ * takes effect only once the state saying so is durable: until then its
+ * segment may not be written again, since recovery would still scan it. */
+static int state_write_locked(struct wc_cache *c, uint64_t open_limit, uint64_t new_tail)
 {
 	struct wc_blk *b = c->blk;
 	struct wc_blk_state *st = wc_blk_alloc_buf(c, WC_BLK_UNIT);
@@ -260,7 +262,7 @@ static int state_write_locked(struct wc_cache *c, uint64_t open_limit)
 	st->magic = WC_BLK_STATE_MAGIC;
 	st->generation = b->log.state_gen + 1;
 	pthread_mutex_lock(&b->log.lock);
-	st->tail_seg = b->log.tail;
+	st->tail_seg = new_tail > b->log.tail ? new_tail : b->log.tail;
 	st->clean_seg = b->log.clean;
 	st->open_limit = open_limit > b->log.open_limit ? open_limit : b->log.open_limit;
 	pthread_mutex_unlock(&b->log.lock);
@@ -274,21 +276,28 @@ static int state_write_locked(struct wc_cache *c, uint64_t open_limit)
 		return ret;
 	b->log.state_gen++;
 	b->log.state_slot = to;
-	/* Durable now: writers may open segments up to it. */
+	/* Durable now: writers may open segments up to it, and the segments
+	 * below the new tail are free for the head. */
 	pthread_mutex_lock(&b->log.lock);
 	if (st_open_limit > b->log.open_limit)
 		b->log.open_limit = st_open_limit;
+	if (new_tail > b->log.tail) {
+		for (uint64_t s = b->log.tail; s < new_tail; s++)
+			b->log.segs[s % b->g.n_segments].seg = 0;
+		b->log.tail = new_tail;
+		pthread_cond_broadcast(&b->log.space);
+	}
 	pthread_mutex_unlock(&b->log.lock);
 	return 0;
 }
 
-int wc_blk_state_write(struct wc_cache *c, uint64_t open_limit)
+int wc_blk_state_write(struct wc_cache *c, uint64_t open_limit, uint64_t new_tail)
 {
 	struct wc_blk *b = c->blk;
 	int ret;
 
 	pthread_mutex_lock(&b->log.state_lock);
-	ret = state_write_locked(c, open_limit);
+	ret = state_write_locked(c, open_limit, new_tail);
 	pthread_mutex_unlock(&b->log.state_lock);
 	return ret;
 }

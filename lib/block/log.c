@@ -124,7 +124,7 @@ static int raise_open_limit(struct wc_cache *c, uint64_t seg)
 	int ret;
 
 	pthread_mutex_unlock(&b->log.lock);
-	ret = wc_blk_state_write(c, seg + OPEN_AHEAD);
+	ret = wc_blk_state_write(c, seg + OPEN_AHEAD, 0);
 	pthread_mutex_lock(&b->log.lock);
 	return ret;
 }

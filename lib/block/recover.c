@@ -79,7 +79,7 @@ int wc_blk_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem
 	if (!ret)
 		ret = wc_blk_id_write(c, 1, &none);
 	if (!ret)
-		ret = wc_blk_state_write(c, 1);
+		ret = wc_blk_state_write(c, 1, 0);
 	if (!ret) {
 		void *u = wc_blk_alloc_buf(c, WC_BLK_UNIT);
 
@@ -405,7 +405,7 @@ int wc_blk_recover(struct wc_cache *c)
 	 * says where records may go next. */
 	ret = wc_blk_write_summaries(c);
 	if (ret >= 0)
-		ret = wc_blk_state_write(c, b->log.head + 4);
+		ret = wc_blk_state_write(c, b->log.head + 4, 0);
 out:
 	free(rb.recycled);
 	return ret < 0 ? ret : 0;

@@ -308,21 +308,11 @@ static int reclaim_tail(struct wc_cache *c)
 	wc_free_batch(c, dead, n_dead);
 	/* The entries are free (their generations moved) before the new tail
 	 * is durable and the segment can be written again. */
-	pthread_mutex_lock(&b->log.lock);
-	b->log.tail++;
-	pthread_mutex_unlock(&b->log.lock);
-	ret = wc_blk_state_write(c, 0);
+	ret = wc_blk_state_write(c, 0, sg->seg + 1);
 	if (ret) {
-		pthread_mutex_lock(&b->log.lock);
-		b->log.tail--;
-		pthread_mutex_unlock(&b->log.lock);
 		wc_set_error(c, -EIO, wc_errmsg());
 		return ret;
 	}
-	pthread_mutex_lock(&b->log.lock);
-	sg->seg = 0;
-	pthread_cond_broadcast(&b->log.space);
-	pthread_mutex_unlock(&b->log.lock);
 	atomic_fetch_add_explicit(&b->st.segments_reclaimed, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&b->st.evicted, evicted, memory_order_relaxed);
 	return 1;
