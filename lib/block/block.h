@@ -96,6 +96,12 @@ struct wc_blk {
 		pthread_mutex_t state_lock;  /* one state write at a time */
 		struct wc_blk_seg *segs;     /* n_segments, by seg % n */
 		unsigned waiters;
+		/* Records reserved and not yet done, by epoch: a discard opens a
+		 * new epoch and waits for the old one to end (wc_blk_discard). */
+		unsigned epoch;
+		unsigned inflight[2];
+		pthread_cond_t epoch_done;
+		pthread_mutex_t discard_lock; /* one discard at a time */
 	} log;
 
 	/* Non-FUA records become durable at the next device flush: a write
@@ -151,6 +157,7 @@ int wc_blk_id_write(struct wc_cache *c, unsigned slot, const struct wc_pmem_orig
 struct wc_blk_resv {
 	uint64_t seg, seq, off;  /* segment, record seq, device offset of the header */
 	uint32_t seg_slot;
+	unsigned epoch;
 };
 int wc_blk_log_init(struct wc_cache *c);
 void wc_blk_log_fini(struct wc_cache *c);
@@ -159,8 +166,12 @@ void wc_blk_log_fini(struct wc_cache *c);
  * write-back) while the ring is full.  idx/origin name the versions. */
 int wc_blk_reserve(struct wc_cache *c, const uint32_t *idx, const uint64_t *origin, unsigned count,
                    uint64_t discard_first, uint32_t discard_len, struct wc_blk_resv *r);
-/* The record's device write ended (ok or not). */
+/* The record's device write ended (ok or not), and it is published. */
 void wc_blk_record_done(struct wc_cache *c, const struct wc_blk_resv *r);
+/* For a discard (log.discard_lock held): reserve its record in a new epoch
+ * and wait until every record reserved before it is done, so that its
+ * drop pass sees every older version recovery would see it hide. */
+int wc_blk_reserve_discard(struct wc_cache *c, uint64_t first, uint32_t len, struct wc_blk_resv *r);
 /* Close the open segment now (write-back of everything, cleaner mode). */
 void wc_blk_close_head(struct wc_cache *c);
 void wc_blk_seg_close_locked(struct wc_cache *c, struct wc_blk_seg *sg);

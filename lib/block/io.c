@@ -500,9 +500,12 @@ int wc_blk_discard(struct wc_cache *c, uint64_t offset, uint64_t len)
 		h = thread_buf(b->g.lba + (size_t)WC_BLK_REC_MAX_BYTES);
 		if (!h)
 			return wc_err(-ENOMEM, "%s discard: record buffer", c->cache_path);
-		ret = wc_blk_reserve(c, NULL, NULL, 0, first + done, k, &r);
-		if (ret)
+		pthread_mutex_lock(&b->log.discard_lock);
+		ret = wc_blk_reserve_discard(c, first + done, k, &r);
+		if (ret) {
+			pthread_mutex_unlock(&b->log.discard_lock);
 			return ret;
+		}
 		memset(h, 0, b->g.lba);
 		h->magic = WC_BLK_REC_MAGIC;
 		h->cache_id = b->cache_id;
@@ -535,6 +538,7 @@ int wc_blk_discard(struct wc_cache *c, uint64_t offset, uint64_t len)
 		wc_free_batch(c, dead, n_dead);
 		n_dead = 0;
 		wc_blk_record_done(c, &r);
+		pthread_mutex_unlock(&b->log.discard_lock);
 		if (ret)
 			return ret;
 		done += k;

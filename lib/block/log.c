@@ -35,6 +35,8 @@ int wc_blk_log_init(struct wc_cache *c)
 	pthread_mutex_init(&b->log.lock, NULL);
 	pthread_mutex_init(&b->log.state_lock, NULL);
 	pthread_cond_init(&b->log.space, NULL);
+	pthread_cond_init(&b->log.epoch_done, NULL);
+	pthread_mutex_init(&b->log.discard_lock, NULL);
 	b->log.segs = calloc(b->g.n_segments, sizeof(*b->log.segs));
 	if (!b->log.segs)
 		return wc_err(-ENOMEM, "%s: %llu segments", c->cache_path,
@@ -219,6 +221,28 @@ int wc_blk_reserve(struct wc_cache *c, const uint32_t *idx, const uint64_t *orig
 	sg->n_sum += entries;
 	sg->used += need;
 	atomic_fetch_add(&sg->pending, 1);
+	if (!count)
+		b->log.epoch ^= 1u; /* a discard: its record starts the next epoch */
+	r->epoch = b->log.epoch;
+	b->log.inflight[r->epoch]++;
+	pthread_mutex_unlock(&b->log.lock);
+	return 0;
+}
+
+int wc_blk_reserve_discard(struct wc_cache *c, uint64_t first, uint32_t len, struct wc_blk_resv *r)
+{
+	struct wc_blk *b = c->blk;
+	int ret = wc_blk_reserve(c, NULL, NULL, 0, first, len, r);
+
+	if (ret)
+		return ret;
+	/* Writes reserved before the discard have lower seqs: recovery lets
+	 * the discard hide them, so DRAM must too, and a write still in
+	 * flight would publish after the drop pass.  Discards are rare; the
+	 * wait is for device writes already issued, never for the origin. */
+	pthread_mutex_lock(&b->log.lock);
+	while (b->log.inflight[r->epoch ^ 1u])
+		pthread_cond_wait(&b->log.epoch_done, &b->log.lock);
 	pthread_mutex_unlock(&b->log.lock);
 	return 0;
 }
@@ -231,6 +255,8 @@ void wc_blk_record_done(struct wc_cache *c, const struct wc_blk_resv *r)
 
 	pthread_mutex_lock(&b->log.lock);
 	due = atomic_fetch_sub(&sg->pending, 1) == 1 && sg->closed;
+	if (--b->log.inflight[r->epoch] == 0 && r->epoch != b->log.epoch)
+		pthread_cond_broadcast(&b->log.epoch_done);
 	pthread_mutex_unlock(&b->log.lock);
 	if (due)
 		wc_blk_wb_kick(c);
