@@ -407,6 +407,43 @@ START_TEST(test_torn_record_ignored)
 }
 END_TEST
 
+/* A segment whose records were all lost at a crash, with records after it:
+ * write-back and reclaim must pass over it, or the ring fills for good. */
+START_TEST(test_lost_segment_passed_over)
+{
+	wc_cache *c = create_block("high_watermark=40,low_watermark=20");
+	struct wc_blk_sb sb;
+	struct wc_stats st;
+	uint64_t seed = 3;
+	char *zero;
+	int fd;
+
+	for (unsigned b = 0; b < 400; b++)
+		write_blocks(c, b, 1, 1, WC_FUA);
+	ck_assert_int_eq(wc_close(c), 0);
+	fd = open(cache_path, O_RDWR);
+	ck_assert_int_eq(pread(fd, &sb, sizeof(sb), 0), (ssize_t)sizeof(sb));
+	ck_assert_msg(400ull * (BS + sb.lba_size) > 2 * sb.seg_bytes, "400 records fill two segments");
+	/* Segment 1 (the ring's second place) gone, summary and records. */
+	zero = calloc(1, sb.seg_bytes);
+	ck_assert_int_eq(pwrite(fd, zero, sb.seg_bytes, (off_t)(sb.seg_start + sb.seg_bytes)),
+	                 (ssize_t)sb.seg_bytes);
+	free(zero);
+	close(fd);
+	c = open_block();
+	for (unsigned b = 0; b < 400; b++)
+		write_blocks(c, b, 1, 2, 0);
+	for (unsigned v = 3; v < 3000; v++)
+		write_blocks(c, ct_rand(&seed) % (ORIGIN_BLOCKS - 1), 1, v, 0);
+	verify_all(c, "after wrapping past a lost segment");
+	ck_assert_int_eq(wc_writeback(c), 0);
+	ck_assert_int_eq(wc_get_stats(c, &st), 0);
+	ck_assert_uint_eq(st.dirty_blocks, 0);
+	ck_assert_msg(st.medium_segments_reclaimed > 0, "the ring never wrapped");
+	ck_assert_int_eq(wc_close(c), 0);
+}
+END_TEST
+
 START_TEST(test_damaged_metadata_refused)
 {
 	wc_cache *c = create_block(NULL);
@@ -482,6 +519,7 @@ static Suite *block_suite(void)
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_killed_owner);
 	tcase_add_test(tc, test_torn_record_ignored);
+	tcase_add_test(tc, test_lost_segment_passed_over);
 	tcase_add_test(tc, test_damaged_metadata_refused);
 	tcase_add_test(tc, test_medium_mismatch);
 	tcase_add_test(tc, test_no_threads);

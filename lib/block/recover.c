@@ -383,6 +383,11 @@ int wc_blk_recover(struct wc_cache *c)
 		b->log.clean = b->log.head + 1;
 	b->log.open_limit = sc.st.open_limit;
 	b->log.next_seq = sc.max_seq + 1;
+	/* A segment below the head whose records were all lost (none of them
+	 * durable at the crash) is closed too: write-back and reclaim pass
+	 * over it in ring order, and its (empty) summary is written below. */
+	for (uint64_t s = b->log.tail; s < b->log.head; s++)
+		b->log.segs[s % b->g.n_segments].closed = true;
 	if (b->log.head == sc.st.tail_seg && !sc.last_used) {
 		ret = wc_blk_seg_alloc(c, &b->log.segs[b->log.head % b->g.n_segments], b->log.head);
 		if (ret)
