@@ -34,6 +34,14 @@ require() {
 		skip_all "sanitized build: nbdkit would need LD_PRELOAD of the sanitizer runtime"
 	fi
 	D=$(mktemp -d /dev/shm/wc-nbd-XXXXXX) || bail "no scratch folder in /dev/shm"
+	if [ "${WC_NBD_MEDIUM:-pmem}" = block ]; then
+		# The cache on a disk file (the block medium; tmpfs is not a
+		# disk): $D/cache points at it, so every step names it as usual.
+		DISK_D=$(mktemp -d "${WC_TEST_DISK_DIR:-/var/tmp}/wc-nbd-XXXXXX") ||
+			bail "no scratch folder in ${WC_TEST_DISK_DIR:-/var/tmp}"
+		ln -s "$DISK_D/cache" "$D/cache"
+		NBDKIT_CONFIG="medium=block${NBDKIT_CONFIG:+,$NBDKIT_CONFIG}"
+	fi
 	trap cleanup EXIT
 	trap 'exit 130' INT TERM
 	# A probe of the whole chain: FUSE and loop may exist and still be refused
@@ -151,7 +159,7 @@ cleanup() {
 	stop_nbdkit KILL
 	[ -n "${ORIGIN_LOOP:-}" ] && losetup -d "$ORIGIN_LOOP" 2>/dev/null
 	[ -n "${ORIGIN_MNT:-}" ] && umount -l "$ORIGIN_MNT" 2>/dev/null
-	if [ -n "${KEEP:-}" ]; then echo "# kept $D"; else rm -rf "$D"; fi
+	if [ -n "${KEEP:-}" ]; then echo "# kept $D ${DISK_D:-}"; else rm -rf "$D" ${DISK_D:+"$DISK_D"}; fi
 	exit $rc
 }
 
