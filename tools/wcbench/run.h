@@ -83,6 +83,13 @@ struct run_ctx {
 	struct wcadm_persist fp;   /* the cache's policy; the floor uses it too */
 	char *floor;
 	uint64_t floor_len;
+	/* The block medium (wc_stats.medium "block"): the floor is raw_fd, a
+	 * written file beside the cache file, the same operations with
+	 * O_DIRECT pread/pwrite (RWF_DSYNC when FUA, fdatasync per
+	 * --flush-every); the cache is never mapped. */
+	bool block;
+	int raw_fd;
+	char medium_reason[200], dir[4096];
 
 	unsigned nconfigs;
 	struct run_config configs[2];
@@ -98,7 +105,7 @@ struct run_ctx {
 		const char *what;        /* "4 KiB random writes, 1 thread: cache / (floor + lock)" */
 		double value, min;
 		bool met;
-	} targets[2];
+	} targets[3];
 };
 
 /* run_phase.c: run `threads` workers against the cache or the floor; with
