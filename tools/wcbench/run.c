@@ -107,6 +107,10 @@ static void usage(FILE *f)
 	        "                     2/1 >= 0.90x the floor's 2/1.  Block medium: 4 KiB\n"
 	        "                     randwrite --fua >= 0.90x raw with 1 thread, >= 1.0x\n"
 	        "                     with 4; 4 KiB randread >= 0.90x raw)\n"
+	        "  --block-targets    the three block-medium targets in turn (4 KiB randwrite\n"
+	        "                     --fua with 1 and with 4 threads, 4 KiB randread), each\n"
+	        "                     judged as with --check; one summary, PASS/FAIL, exit 1 on\n"
+	        "                     a FAIL (needs --cache on a disk file system)\n"
 	        "  --json             machine-readable output on stdout\n"
 	        "  --quiet            no progress on stderr\n"
 	        "  --help\n\n"
@@ -142,6 +146,7 @@ static int parse_args(struct run_opts *o, int argc, char **argv)
 		WCT_OPT_FLAG("no-lock-floor", &o->no_lock_floor),
 		WCT_OPT("seed", WCT_U64, &o->seed, 0, UINT64_MAX),
 		WCT_OPT_FLAG("check", &o->check),
+		WCT_OPT_FLAG("block-targets", &o->block_targets),
 		WCT_OPT_FLAG("json", &o->json),
 		WCT_OPT_FLAG("quiet", &o->quiet),
 		WCT_OPT_END,
@@ -593,9 +598,19 @@ static void judge(struct run_ctx *x)
 
 int wcbench_run(int argc, char **argv)
 {
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--block-targets") == 0)
+			return run_block_targets(argc, argv);
+	return run_invoke(argc, argv, NULL, NULL);
+}
+
+int run_invoke(int argc, char **argv, struct run_target *tg_out, unsigned *n_out)
+{
 	struct run_ctx *x = calloc(1, sizeof(*x));
 	int status = 1, ret;
 
+	if (n_out)
+		*n_out = 0;
 	if (!x) {
 		fprintf(stderr, "wcbench run: out of memory\n");
 		return 1;
@@ -644,6 +659,10 @@ int wcbench_run(int argc, char **argv)
 	else
 		run_report_text(x);
 	status = 0;
+	if (tg_out && n_out) {
+		memcpy(tg_out, x->targets, x->ntargets * sizeof(*tg_out));
+		*n_out = x->ntargets;
+	}
 	if (x->o.check) {
 		if (!x->ntargets) {
 			fprintf(stderr, "wcbench run: --check: no performance target applies to this run "
