@@ -3,20 +3,26 @@
  * check_tools.c -- the pieces every tool relies on for what users type and
  * read: the size grammar (lib/util/size.c, also wc_config_parse's), the
  * option table (tools/common) and the JSON writer; and the admin interface
- * the tools reach the library through (lib/admin/wcadmin.h).
+ * the tools reach the library through (lib/admin/wcadmin.h); and which
+ * medium wcbench's caches get (tools/wcbench/medium.c: pmem emulation only
+ * in memory) and the raw file its block-medium floors run on.
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "admin/wcadmin.h"
 #include "cachetest.h"
 #include "util/size.h"
 #include "testmain.h"
 #include "wcache.h"
+#include "wcbench.h"
 #include "wctools.h"
 
 START_TEST(size_accepts_the_grammar)
@@ -379,6 +385,137 @@ START_TEST(admin_engine_and_layout)
 }
 END_TEST
 
+/* ---- wcbench's medium choice and raw file (tools/wcbench/medium.c) ---- */
+
+static const char *disk_dir(void)
+{
+	const char *d = getenv("WC_TEST_DISK_DIR");
+
+	return d && *d ? d : "/var/tmp";
+}
+
+/* The tests below change PMEM2_FORCE_GRANULARITY; the test environment
+ * sets it for the other tests, which may run in this process (CK_FORK=no). */
+static char saved_gran[64];
+static bool gran_was_set;
+
+static void gran_save(void)
+{
+	const char *v = getenv("PMEM2_FORCE_GRANULARITY");
+
+	gran_was_set = v != NULL;
+	snprintf(saved_gran, sizeof(saved_gran), "%s", v ? v : "");
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+}
+
+static void gran_restore(void)
+{
+	if (gran_was_set)
+		setenv("PMEM2_FORCE_GRANULARITY", saved_gran, 1);
+	else
+		unsetenv("PMEM2_FORCE_GRANULARITY");
+}
+
+/* A medium=auto cache at `path`, after wcbench's emulation decision: the
+ * medium wc_get_stats reports ("pmem" or "block"). */
+static void create_and_check(const char *path, const char *origin, const char *want)
+{
+	struct wc_config cfg;
+	struct wc_stats st;
+	wc_cache *c;
+	int ret;
+
+	wc_config_init(&cfg);
+	cfg.cache_size = 8u << 20;
+	ret = wc_create(&c, path, origin, &cfg);
+	ck_assert_msg(ret == 0, "wc_create %s: %s", path, wc_errmsg());
+	ck_assert_int_eq(wc_get_stats(c, &st), 0);
+	ck_assert_msg(st.medium && strcmp(st.medium, want) == 0, "%s: medium %s, expected %s (%s)",
+	              path, st.medium ? st.medium : "(null)", want,
+	              st.medium_reason ? st.medium_reason : "");
+	ck_assert_int_eq(wc_close(c), 0);
+}
+
+START_TEST(bench_emulates_pmem_only_in_memory)
+{
+	char disk[256], shm[256], origin[256];
+	int fd;
+
+	if (wcb_path_in_memory(disk_dir()))
+		return; /* no disk file system here to tell apart */
+	gran_save();
+	snprintf(disk, sizeof(disk), "%s/check_tools-blk-%d.img", disk_dir(), (int)getpid());
+	snprintf(shm, sizeof(shm), "/dev/shm/check_tools-pm-%d.img", (int)getpid());
+	snprintf(origin, sizeof(origin), "/dev/shm/check_tools-origin-%d.img", (int)getpid());
+	ck_assert(!wcb_path_in_memory(disk));
+	ck_assert(wcb_path_in_memory(shm));
+	/* A cache on a disk keeps medium=auto's own choice: nothing forced. */
+	ck_assert(!wcb_pmem_emulate_for(disk, NULL));
+	ck_assert(!wcb_pmem_emulate_for(disk, "block_size=4096,medium=auto"));
+	ck_assert_ptr_null(getenv("PMEM2_FORCE_GRANULARITY"));
+	/* medium=block in memory: no emulation either; a bad string: none. */
+	ck_assert(!wcb_pmem_emulate_for(shm, "medium=block"));
+	ck_assert(!wcb_pmem_emulate_for(shm, "medium=floppy"));
+	ck_assert_ptr_null(getenv("PMEM2_FORCE_GRANULARITY"));
+
+	fd = open(origin, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 16u << 20), 0);
+	close(fd);
+	unlink(disk);
+	create_and_check(disk, origin, "block");
+	unlink(disk);
+	/* In memory: emulated pmem, as every wcbench command always had. */
+	ck_assert(wcb_pmem_emulate_for(shm, NULL));
+	ck_assert_str_eq(getenv("PMEM2_FORCE_GRANULARITY"), "CACHE_LINE");
+	unlink(shm);
+	create_and_check(shm, origin, "pmem");
+	unlink(shm);
+	unlink(origin);
+	gran_restore();
+}
+END_TEST
+
+START_TEST(bench_emulates_pmem_when_asked_on_a_disk)
+{
+	gran_save();
+	ck_assert(wcb_pmem_emulate_for("/var/tmp/x.img", "medium=pmem"));
+	ck_assert_str_eq(getenv("PMEM2_FORCE_GRANULARITY"), "CACHE_LINE");
+	/* Set by the user: left alone. */
+	setenv("PMEM2_FORCE_GRANULARITY", "BYTE", 1);
+	ck_assert(!wcb_pmem_emulate_for("/dev/shm/x.img", NULL));
+	ck_assert_str_eq(getenv("PMEM2_FORCE_GRANULARITY"), "BYTE");
+	gran_restore();
+}
+END_TEST
+
+START_TEST(bench_raw_file_is_written_and_unlinked)
+{
+	const uint64_t size = (3u << 20) + 8192; /* not a multiple of the 1 MiB chunk */
+	struct stat st;
+	char *buf;
+	int fd;
+
+	if (wcb_path_in_memory(disk_dir()))
+		return;
+	fd = wcb_raw_file("check_tools", disk_dir(), size, true);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, size);
+	ck_assert_uint_eq(st.st_nlink, 0);                       /* nothing left behind */
+	ck_assert_uint_ge((uint64_t)st.st_blocks * 512, size); /* no hole */
+	ck_assert(fcntl(fd, F_GETFL) & O_DIRECT);
+	ck_assert_int_eq(posix_memalign((void **)&buf, 4096, 8192), 0);
+	ck_assert_int_eq(pread(fd, buf, 8192, (off_t)(size - 8192)), 8192);
+	for (unsigned i = 0; i < 8192; i++)
+		ck_assert_uint_eq((unsigned char)buf[i], 0xa5);
+	free(buf);
+	close(fd);
+	/* A directory that is not there: -1 and a message, no crash. */
+	ck_assert_int_eq(wcb_raw_file("check_tools", "/nonexistent-dir-for-check", 4096, true), -1);
+}
+END_TEST
+
 static Suite *tools_suite(void)
 {
 	Suite *s = suite_create("tools");
@@ -386,6 +523,7 @@ static Suite *tools_suite(void)
 	TCase *opts = tcase_create("options");
 	TCase *json = tcase_create("json");
 	TCase *admin = tcase_create("admin");
+	TCase *bench = tcase_create("wcbench medium");
 
 	tcase_add_test(size, size_accepts_the_grammar);
 	tcase_add_test(size, size_rejects_junk_signs_and_overflow);
@@ -401,6 +539,10 @@ static Suite *tools_suite(void)
 	tcase_add_test(admin, admin_open_cache);
 	tcase_add_test(admin, admin_engine_and_layout);
 	suite_add_tcase(s, admin);
+	tcase_add_test(bench, bench_emulates_pmem_only_in_memory);
+	tcase_add_test(bench, bench_emulates_pmem_when_asked_on_a_disk);
+	tcase_add_test(bench, bench_raw_file_is_written_and_unlinked);
+	suite_add_tcase(s, bench);
 	return s;
 }
 

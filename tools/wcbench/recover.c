@@ -12,6 +12,14 @@
  * for a process that restarts.  The cache runs without its write-back
  * thread (no_threads) and with the high watermark at 100%, so nothing moves
  * between runs and each open recovers the same image.
+ *
+ * On the block medium (--cache on a disk file system, or medium=block) the
+ * cache file is sized for the blocks plus the log's overhead (a record
+ * header per write of up to 58 blocks, a summary and the unused tail of
+ * each segment), the blocks default to 4 KiB, and the report adds the
+ * library's own recovery time (wc_stats.recovery_us: the scan of the
+ * segment summaries and the rebuilt index, without opening the files or
+ * writing the state afterwards).  Target there: < 2 s for 1,000,000 blocks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,9 +43,12 @@ struct recover_bench {
 	const char *cache_path, *origin_path, *options;
 	bool force, keep, json, quiet, check;
 
-	bool cache_ours, origin_ours;
+	bool cache_ours, origin_ours, block, bs_given;
 	uint64_t cache_size;
 	double fill_ns, open_ns[MAX_RUNS], close_ns[MAX_RUNS], open_med, close_med;
+	double recovery_us[MAX_RUNS], recovery_med, target_s;
+	struct wc_stats opened;   /* of the last open, with its medium strings copied */
+	char medium[16], medium_reason[200];
 	struct wc_stats st;
 };
 
@@ -49,7 +60,8 @@ static void usage(FILE *f)
 	        "Fill a cache of N blocks (every block dirty and committed), close it, and time\n"
 	        "wc_open -- the recovery scan -- median of --runs opens.\n\n"
 	        "  --blocks N         cache blocks (default 1000000)\n"
-	        "  --bs BYTES         block size (default 512: ~530 MiB of cache for 1M blocks)\n"
+	        "  --bs BYTES         block size (default 512: ~530 MiB of cache for 1M blocks;\n"
+	        "                     4096 on the block medium: ~4.8 GiB)\n"
 	        "  --runs N           timed opens, median reported (default 3)\n"
 	        "  --cache PATH       cache file (default /dev/shm/wcbench-recover.pmem)\n"
 	        "  --origin PATH      origin file (default /dev/shm/wcbench-recover.origin)\n"
@@ -57,7 +69,10 @@ static void usage(FILE *f)
 	        "  --options STR      more cache options (wc_config_parse)\n"
 	        "  --force            overwrite existing files\n"
 	        "  --keep             keep the files afterwards\n"
-	        "  --check            exit 1 unless the median open takes < 1 s\n"
+	        "  --check            exit 1 unless the median open takes < 1 s (block medium:\n"
+	        "                     < 2 s)\n"
+	        "On a disk file system (e.g. --cache /var/tmp/wc.img) the cache takes the block\n"
+	        "medium; check the free space first (df): 1M blocks of 4 KiB need ~4.8 GiB.\n"
 	        "  --json             machine-readable output on stdout\n"
 	        "  --quiet            no progress on stderr\n"
 	        "  --help\n\n"
@@ -68,7 +83,8 @@ static int parse_args(struct recover_bench *b, int argc, char **argv)
 {
 	const struct wct_opt opts[] = {
 		WCT_OPT("blocks", WCT_U64, &b->blocks, 1, 1ull << 32),
-		WCT_OPT("bs", WCT_SIZE, &b->bs, 0, UINT64_MAX),
+		{ .name = "bs", .kind = WCT_SIZE, .dst = &b->bs, .max = UINT64_MAX,
+		  .given = &b->bs_given },
 		WCT_OPT("runs", WCT_UINT, &b->runs, 1, MAX_RUNS),
 		WCT_OPT_STR("cache", &b->cache_path),
 		WCT_OPT_STR("origin", &b->origin_path),
@@ -91,6 +107,20 @@ static int parse_args(struct recover_bench *b, int argc, char **argv)
 	ret = wct_opts_parse("wcbench recover", opts, argc, argv, usage, false);
 	if (ret)
 		return ret;
+	{
+		struct wc_config cfg;
+
+		wc_config_init(&cfg);
+		if (b->options && wc_config_parse(&cfg, b->options) != 0) {
+			fprintf(stderr, "wcbench recover: --options: %s\n", wc_errmsg());
+			return 2;
+		}
+		b->block = cfg.medium == WC_MEDIUM_BLOCK ||
+		           (cfg.medium == WC_MEDIUM_AUTO && !wcb_path_in_memory(b->cache_path));
+	}
+	if (b->block && !b->bs_given)
+		b->bs = 4096;
+	b->target_s = b->block ? 2.0 : 1.0;
 	if (b->bs < WCADM_MIN_BLOCK || b->bs > WCADM_MAX_BLOCK || (b->bs & (b->bs - 1))) {
 		fprintf(stderr, "wcbench recover: --bs %llu: a power of two in %u..%u\n",
 		        (unsigned long long)b->bs, WCADM_MIN_BLOCK, WCADM_MAX_BLOCK);
@@ -118,6 +148,41 @@ static int make_file(struct recover_bench *b, const char *path, uint64_t size, b
 		return -1;
 	close(fd);
 	return 0;
+}
+
+/*
+ * A block-medium cache file that holds `blocks` blocks written 1 MiB at a
+ * time and still has the free segments write-back keeps in reserve (an
+ * eighth of the ring: below that it writes back, even at a 100% high
+ * watermark), so nothing is ever written back and every block stays dirty:
+ * the data, a header of at most 4 KiB per record of up to 58 blocks (~1.7%
+ * at 4 KiB), each segment's summary and unused tail (~2%), 4 segments of
+ * 16 MiB to spare, all of it 8/7 for the reserve.
+ */
+static uint64_t block_cache_bytes(uint64_t blocks, uint64_t bs)
+{
+	uint64_t data = blocks * bs, used = data + data / 12 + 4 * (16ull << 20);
+
+	return (used / 7 * 8 + 65536 + 65535) / 65536 * 65536;
+}
+
+/*
+ * no_threads: the host drives the background work with wc_poll().  On the
+ * block medium that work includes each closed segment's summary; a segment
+ * left without one is read whole by the next recovery (16 MiB instead of
+ * ~100 KiB).  wc_close writes at most 64 of them, so a fill of hundreds of
+ * segments polls until idle, as a host using no_threads must.  With the
+ * high watermark at 100% this writes nothing back.
+ */
+static int settle(wc_cache *c)
+{
+	int r;
+
+	while ((r = wc_poll(c, 1024)) > 0)
+		;
+	if (r < 0)
+		fprintf(stderr, "wcbench recover: wc_poll: %s\n", wc_errmsg());
+	return r < 0 ? -1 : 0;
 }
 
 static int config(const struct recover_bench *b, struct wc_config *cfg)
@@ -186,11 +251,16 @@ static int fill(struct recover_bench *b)
 		wct_progress_done();
 	free(buf);
 	ret = done == b->blocks ? wc_flush(c) : -1;
+	if (!ret && b->block)
+		ret = settle(c);
 	if (done == b->blocks && ret)
 		fprintf(stderr, "wcbench recover: flush after fill: %s\n", wc_errmsg());
 	b->fill_ns = wct_now_ns() - t0;
 	if (!ret && wc_get_stats(c, &b->st) == 0 &&
-	    (b->st.blocks != b->blocks || b->st.dirty_blocks != b->blocks)) {
+	    ((b->block ? b->st.blocks < b->blocks : b->st.blocks != b->blocks) ||
+	     b->st.dirty_blocks != b->blocks)) {
+		/* The block medium's ring holds more versions than the blocks
+		 * asked: its size covers the log's overhead. */
 		fprintf(stderr, "wcbench recover: after the fill the cache has %llu blocks, %llu "
 		        "dirty; expected %llu of both\n", (unsigned long long)b->st.blocks,
 		        (unsigned long long)b->st.dirty_blocks, (unsigned long long)b->blocks);
@@ -260,6 +330,15 @@ static int measure(struct recover_bench *b)
 			return -1;
 		}
 		b->open_ns[r] = t1 - t0;
+		if (wc_get_stats(c, &b->opened) == 0) {
+			b->recovery_us[r] = (double)b->opened.recovery_us;
+			snprintf(b->medium, sizeof(b->medium), "%s",
+			         b->opened.medium ? b->opened.medium : "?");
+			snprintf(b->medium_reason, sizeof(b->medium_reason), "%s",
+			         b->opened.medium_reason ? b->opened.medium_reason : "");
+			b->opened.medium = b->opened.medium_reason = NULL;
+			b->opened.origin_identity = NULL;
+		}
 		if (verify(b, c) != 0) {
 			wc_close(c);
 			return -1;
@@ -284,6 +363,8 @@ static int measure(struct recover_bench *b)
 		b->open_med = wcb_median(tmp, b->runs);
 		memcpy(tmp, b->close_ns, b->runs * sizeof(double));
 		b->close_med = wcb_median(tmp, b->runs);
+		memcpy(tmp, b->recovery_us, b->runs * sizeof(double));
+		b->recovery_med = wcb_median(tmp, b->runs);
 	}
 	return 0;
 }
@@ -291,7 +372,7 @@ static int measure(struct recover_bench *b)
 static void report(const struct recover_bench *b)
 {
 	char s1[32], s2[32];
-	bool met = b->open_med < 1e9;
+	bool met = b->open_med < b->target_s * 1e9;
 
 	if (b->json) {
 		struct wct_json j;
@@ -300,6 +381,8 @@ static void report(const struct recover_bench *b)
 		wct_json_u64(&j, "blocks", b->blocks);
 		wct_json_u64(&j, "block_size", b->bs);
 		wct_json_u64(&j, "cache_bytes", b->cache_size);
+		wct_json_str(&j, "medium", b->medium);
+		wct_json_str(&j, "medium_reason", b->medium_reason);
 		wct_json_num(&j, "fill_s", "%.3f", b->fill_ns / 1e9);
 		wct_json_u64(&j, "runs", b->runs);
 		wct_json_array(&j, "open_ms", false);
@@ -308,6 +391,14 @@ static void report(const struct recover_bench *b)
 		wct_json_end(&j);
 		wct_json_num(&j, "open_ms_median", "%.3f", b->open_med / 1e6);
 		wct_json_num(&j, "close_ms_median", "%.3f", b->close_med / 1e6);
+		if (b->block) {
+			wct_json_array(&j, "recovery_ms", false);
+			for (unsigned r = 0; r < b->runs; r++)
+				wct_json_num(&j, NULL, "%.3f", b->recovery_us[r] / 1e3);
+			wct_json_end(&j);
+			wct_json_num(&j, "recovery_ms_median", "%.3f", b->recovery_med / 1e3);
+		}
+		wct_json_num(&j, "target_s", "%g", b->target_s);
 		wct_json_num(&j, "blocks_per_s", "%.0f", (double)b->blocks * 1e9 / b->open_med);
 		wct_json_u64(&j, "dram_bytes", b->st.dram_bytes);
 		wct_json_bool(&j, "goal_met", met);
@@ -317,6 +408,7 @@ static void report(const struct recover_bench *b)
 	printf("wcbench recover: %llu blocks of %llu B, cache file %s (%s), origin %s\n",
 	       (unsigned long long)b->blocks, (unsigned long long)b->bs, b->cache_path,
 	       wct_size_str(s1, sizeof(s1), b->cache_size), b->origin_path);
+	printf("medium: %s (%s)\n", b->medium, b->medium_reason);
 	printf("fill: %.2f s (%.0f blocks/s through wc_write, then wc_flush); DRAM metadata %s\n",
 	       b->fill_ns / 1e9, (double)b->blocks * 1e9 / b->fill_ns,
 	       wct_size_str(s2, sizeof(s2), b->st.dram_bytes));
@@ -326,8 +418,15 @@ static void report(const struct recover_bench *b)
 	printf("\nmedian %.1f ms = %.2f M blocks/s; wc_close median %.1f ms; every block back, "
 	       "%u sampled reads match\n", b->open_med / 1e6,
 	       (double)b->blocks * 1e3 / b->open_med, b->close_med / 1e6, SAMPLE_READS);
-	printf("target: recovery of %llu blocks < 1 s: %s\n", (unsigned long long)b->blocks,
-	       met ? "met" : "NOT met");
+	if (b->block) {
+		printf("recovery inside wc_open (wc_stats.recovery_us: the summaries' scan and the "
+		       "index):");
+		for (unsigned r = 0; r < b->runs; r++)
+			printf(" %.1f ms", b->recovery_us[r] / 1e3);
+		printf(", median %.1f ms\n", b->recovery_med / 1e3);
+	}
+	printf("target: recovery (wc_open) of %llu blocks < %g s: %s\n", (unsigned long long)b->blocks,
+	       b->target_s, met ? "met" : "NOT met");
 }
 
 int wcbench_recover(int argc, char **argv)
@@ -339,8 +438,10 @@ int wcbench_recover(int argc, char **argv)
 	ret = parse_args(&b, argc, argv);
 	if (ret)
 		return ret;
-	wct_pmem_emulate();
-	if (wcadm_layout_bytes(b.blocks, (uint32_t)b.bs, &b.cache_size) != 0) {
+	wcb_pmem_emulate_for(b.cache_path, b.options);
+	if (b.block) {
+		b.cache_size = block_cache_bytes(b.blocks, b.bs);
+	} else if (wcadm_layout_bytes(b.blocks, (uint32_t)b.bs, &b.cache_size) != 0) {
 		fprintf(stderr, "wcbench recover: %s\n", wc_errmsg());
 		return 2;
 	}
@@ -351,7 +452,7 @@ int wcbench_recover(int argc, char **argv)
 	if (fill(&b) || measure(&b))
 		goto out;
 	report(&b);
-	status = b.check && b.open_med >= 1e9 ? 1 : 0;
+	status = b.check && b.open_med >= b.target_s * 1e9 ? 1 : 0;
 out:
 	wct_scratch_release(b.keep);
 	return status;

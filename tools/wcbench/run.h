@@ -30,6 +30,7 @@ struct run_opts {
 	uint64_t working_set;
 	uint64_t flush_every;
 	bool fua, scaling, force, keep, no_prefill, no_floor, no_lock_floor, check, json, quiet;
+	bool block_targets;
 	const char *options, *cache_path, *origin_path;
 	uint64_t cache_size, origin_size, seed;
 };
@@ -73,6 +74,13 @@ struct run_phase_result {
 	struct wcb_hist hist;
 };
 
+/* A performance target this run can judge (docs/performance.md). */
+struct run_target {
+	const char *what;        /* "4 KiB random writes, 1 thread: cache / (floor + lock)" */
+	double value, min;
+	bool met;
+};
+
 struct run_ctx {
 	struct run_opts o;
 	bool forced_gran, cache_ours, origin_ours;
@@ -83,6 +91,13 @@ struct run_ctx {
 	struct wcadm_persist fp;   /* the cache's policy; the floor uses it too */
 	char *floor;
 	uint64_t floor_len;
+	/* The block medium (wc_stats.medium "block"): the floor is raw_fd, a
+	 * written file beside the cache file, the same operations with
+	 * O_DIRECT pread/pwrite (RWF_DSYNC when FUA, fdatasync per
+	 * --flush-every); the cache is never mapped. */
+	bool block;
+	int raw_fd;
+	char medium_reason[200], dir[4096];
 
 	unsigned nconfigs;
 	struct run_config configs[2];
@@ -94,11 +109,7 @@ struct run_ctx {
 	struct wc_stats final;
 	/* The performance targets this run can judge (docs/performance.md). */
 	unsigned ntargets;
-	struct run_target {
-		const char *what;        /* "4 KiB random writes, 1 thread: cache / (floor + lock)" */
-		double value, min;
-		bool met;
-	} targets[2];
+	struct run_target targets[3];
 };
 
 /* run_phase.c: run `threads` workers against the cache or the floor; with
@@ -111,6 +122,12 @@ double run_tick_ns(void);
 
 /* run.c */
 const char *run_workload_name(enum workload wl);
+/* One `wcbench run` (argv[0] "run"): the exit status; the targets it
+ * judged are copied to out[] (up to 3), their number to *n. */
+int run_invoke(int argc, char **argv, struct run_target *out, unsigned *n);
+/* run_suite.c: `wcbench run --block-targets ...`: the block medium's three
+ * judged configurations in turn, one summary. */
+int run_block_targets(int argc, char **argv);
 /* Whether this run measures PHASE_FLOOR_LOCK. */
 bool run_has_lock_floor(const struct run_ctx *x);
 

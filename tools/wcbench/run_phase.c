@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "run.h"
 #include "wcbench.h"
@@ -267,6 +269,56 @@ static void floor_loop(struct worker *w, struct opgen *g)
 	w->t_end = now_ns();
 }
 
+/*
+ * The block medium's floor: the same operations on the raw file with
+ * O_DIRECT -- one pwrite per write (RWF_DSYNC with FUA, as the cache's
+ * record write), an fdatasync per --flush-every writes (the cache's
+ * wc_flush is one device flush), one pread per read.
+ */
+static void raw_loop(struct worker *w, struct opgen *g)
+{
+	const struct run_ctx *x = w->ph->x;
+	size_t bs = x->o.bs;
+	uint64_t span = x->floor_len - x->floor_len % bs;
+	uint64_t flush_every = x->o.flush_every, since_flush = 0, i, off, t1, t;
+	double tick_ns = run_tick_ns();
+	int fd = x->raw_fd, wflags = x->o.fua ? RWF_DSYNC : 0;
+
+	w->t_start = now_ns();
+	t = ticks();
+	for (i = 0; i < w->limit; i++) {
+		ssize_t r;
+
+		if (atomic_load_explicit(&w->ph->stop, memory_order_relaxed))
+			break;
+		if (next_op(g, x, &off)) {
+			r = pread(fd, w->buf, bs, (off_t)(off % span));
+		} else {
+			struct iovec iov = { w->buf, bs };
+
+			r = pwritev2(fd, &iov, 1, (off_t)(off % span), wflags);
+			if (r == (ssize_t)bs && flush_every && ++since_flush == flush_every) {
+				since_flush = 0;
+				if (fdatasync(fd) != 0)
+					r = -1;
+			}
+		}
+		if (r != (ssize_t)bs) {
+			w->err = r < 0 ? -errno : -EIO;
+			snprintf(w->msg, sizeof(w->msg), "raw I/O of %zu bytes at %llu: %s", bs,
+			         (unsigned long long)(off % span), r < 0 ? strerror(errno) : "short");
+			atomic_store(&w->ph->stop, true);
+			break;
+		}
+		t1 = ticks();
+		wcb_hist_add(&w->hist, (uint64_t)((double)(t1 - t) * tick_ns));
+		t = t1;
+		atomic_store_explicit(&w->done, i + 1, memory_order_relaxed);
+	}
+	w->ops = i;
+	w->t_end = now_ns();
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -281,6 +333,8 @@ static void *worker_main(void *arg)
 	cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (w->ph->kind == PHASE_CACHE)
 		cache_loop(w, &g);
+	else if (w->ph->x->block)
+		raw_loop(w, &g);
 	else
 		floor_loop(w, &g);
 	w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;

@@ -61,18 +61,38 @@ void run_report_text(const struct run_ctx *x)
 		printf("read mix: %u%% reads\n", o->read_pct);
 	if (o->flush_every)
 		printf("wc_flush every %llu writes per thread\n", (unsigned long long)o->flush_every);
-	printf("cache: %s, %llu blocks of %u B (%s), granularity %s%s; origin %s, %s (%s)\n",
-	       o->cache_path, (unsigned long long)x->final.blocks, x->bs_cache,
-	       wct_size_str(s1, sizeof(s1), x->final.blocks * x->bs_cache), x->final.granularity,
-	       x->forced_gran ? " (PMEM2_FORCE_GRANULARITY set by wcbench)" : "", o->origin_path,
-	       wct_size_str(s2, sizeof(s2), wc_size(x->c)), x->final.origin_mode);
+	if (x->block)
+		printf("cache: %s, block medium (%s), %llu blocks of %u B (%s); origin %s, %s (%s)\n",
+		       o->cache_path, x->medium_reason, (unsigned long long)x->final.blocks, x->bs_cache,
+		       wct_size_str(s1, sizeof(s1), x->final.blocks * x->bs_cache), o->origin_path,
+		       wct_size_str(s2, sizeof(s2), wc_size(x->c)), x->final.origin_mode);
+	else
+		printf("cache: %s, %llu blocks of %u B (%s), granularity %s%s; origin %s, %s (%s)\n",
+		       o->cache_path, (unsigned long long)x->final.blocks, x->bs_cache,
+		       wct_size_str(s1, sizeof(s1), x->final.blocks * x->bs_cache), x->final.granularity,
+		       x->forced_gran ? " (PMEM2_FORCE_GRANULARITY set by wcbench)" : "", o->origin_path,
+		       wct_size_str(s2, sizeof(s2), wc_size(x->c)), x->final.origin_mode);
 	printf("config: autocommit %u blocks / %u ms, watermarks %u/%u%%%s\n",
 	       cc->autocommit_blocks, cc->autocommit_ms, cc->high_watermark, cc->low_watermark,
 	       o->no_prefill ? ", no prefill" : ", working set written and committed first");
-	wcb_policy_text(text, sizeof(text), &x->fp.info);
-	printf("policy: %s, %s (cache and floor) -- %s\n", text, x->final.pmem_source,
-	       x->fp.info.reason);
-	if (!o->no_floor)
+	if (x->block && !o->no_floor)
+		printf("floor: the same operations as raw O_DIRECT %s on a written %s file in %s "
+		       "(the cache file's file system)%s\n", o->wl == WL_RANDREAD ? "preads" :
+		       o->fua ? "pwritev2(RWF_DSYNC)" : "pwrites", wct_size_str(s3, sizeof(s3), x->floor_len),
+		       x->dir, o->flush_every ? ", fdatasync per --flush-every" : "");
+	if (x->block)
+		printf("block medium: %llu records, %llu synced one by one (FUA), %llu device "
+		       "flushes, %llu segments reclaimed\n",
+		       (unsigned long long)x->final.medium_records,
+		       (unsigned long long)x->final.medium_dsync_writes,
+		       (unsigned long long)x->final.medium_flushes,
+		       (unsigned long long)x->final.medium_segments_reclaimed);
+	if (!x->block) {
+		wcb_policy_text(text, sizeof(text), &x->fp.info);
+		printf("policy: %s, %s (cache and floor) -- %s\n", text, x->final.pmem_source,
+		       x->fp.info.reason);
+	}
+	if (!o->no_floor && !x->block)
 		printf("floor: the same operations with the flush engine alone into a %s region "
 		       "beside the cache file, one drain per %s\n", wct_size_str(s3, sizeof(s3), x->floor_len),
 		       o->fua ? "write" : "autocommit batch");
@@ -121,8 +141,12 @@ void run_report_text(const struct run_ctx *x)
 	if (!x->ntargets)
 		printf("target: none of docs/performance.md applies to this run\n");
 	for (unsigned k = 0; k < x->ntargets; k++)
-		printf("target: %s %.3f >= %.2f: %s\n", x->targets[k].what, x->targets[k].value,
-		       x->targets[k].min, x->targets[k].met ? "met" : "NOT met");
+		if (x->block)
+			printf("target: %s %.3f >= %.2f: %s\n", x->targets[k].what, x->targets[k].value,
+			       x->targets[k].min, x->targets[k].met ? "PASS" : "FAIL");
+		else
+			printf("target: %s %.3f >= %.2f: %s\n", x->targets[k].what, x->targets[k].value,
+			       x->targets[k].min, x->targets[k].met ? "met" : "NOT met");
 }
 
 static void json_hist(struct wct_json *j, const char *name, const struct wcb_hist *h)
@@ -196,6 +220,8 @@ void run_report_json(const struct run_ctx *x)
 	wct_json_str(&j, "path", o->cache_path);
 	wct_json_u64(&j, "blocks", x->final.blocks);
 	wct_json_u64(&j, "block_size", x->bs_cache);
+	wct_json_str(&j, "medium", x->block ? "block" : "pmem");
+	wct_json_str(&j, "medium_reason", x->medium_reason);
 	wct_json_str(&j, "granularity", x->final.granularity);
 	wct_json_bool(&j, "granularity_forced", x->forced_gran);
 	wct_json_str(&j, "origin", o->origin_path);

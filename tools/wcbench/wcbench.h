@@ -31,6 +31,22 @@ void wcb_text_calibration(FILE *f, const struct wcadm_calibration *cal);
 /* calibrate_cache.c: `wcbench calibrate --cache PATH` */
 int wcbench_calibrate_cache(const char *path, unsigned rounds, bool json);
 
+/* ---- medium.c --------------------------------------------------------- */
+
+/* The directory part of `path` ("." for a bare name). */
+void wcb_dir_of(const char *path, char *dir, size_t len);
+/* Is `path` (or, when it does not exist, its directory) on tmpfs or ramfs? */
+bool wcb_path_in_memory(const char *path);
+/* wct_pmem_emulate() only where the cache may be emulated pmem: options
+ * that do not say medium=block, and (medium=auto) a path in memory.  A
+ * cache on a disk file system keeps medium=auto's own choice (the block
+ * medium).  Returns whether PMEM2_FORCE_GRANULARITY was set. */
+bool wcb_pmem_emulate_for(const char *path, const char *options);
+/* An unlinked file of `size` bytes in `dir`, every byte written once and
+ * synced (no hole, no unwritten extent), open with O_DIRECT: the floor of a
+ * block-medium benchmark.  The descriptor, or -1 after printing why. */
+int wcb_raw_file(const char *cmd, const char *dir, uint64_t size, bool quiet);
+
 /* ---- report.c --------------------------------------------------------- */
 
 /* Start the JSON report of `tool` ("wcbench run") on stdout: the outermost

@@ -863,7 +863,7 @@ int wcbench_writeback(int argc, char **argv)
 		free(b);
 		return ret;
 	}
-	b->forced_gran = wct_pmem_emulate();
+	b->forced_gran = wcb_pmem_emulate_for(b->o.cache_path, b->o.config);
 	b->local = wcadm_origin_is_path(b->o.origin_path);
 	if (b->o.raw_flush_every && !b->local) {
 		fprintf(stderr, "wcbench writeback: --raw-flush-every: only for an origin file or "
