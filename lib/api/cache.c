@@ -547,8 +547,14 @@ int wc_close(wc_cache *c)
 			ret = wc_blk_write_summaries(c);
 			if (ret >= 0)
 				ret = wc_blk_flush(c, false);
-			if (ret >= 0)
+			if (ret >= 0) {
+				/* No record above the head: the next open reads no
+				 * segment past it. */
+				pthread_mutex_lock(&c->blk->log.lock);
+				c->blk->log.open_limit = c->blk->log.head;
+				pthread_mutex_unlock(&c->blk->log.lock);
 				ret = wc_blk_state_write(c, 0, 0);
+			}
 		}
 		if (ret > 0)
 			ret = 0;

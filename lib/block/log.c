@@ -288,19 +288,26 @@ static int write_summary(struct wc_cache *c, struct wc_blk_seg *sg)
 	return ret;
 }
 
-int wc_blk_write_summaries(struct wc_cache *c)
+/* Up to 64 at a time, behind one device flush each time. */
+static int write_summaries_batch(struct wc_cache *c, bool *more)
 {
 	struct wc_blk *b = c->blk;
 	uint64_t due[64];
 	unsigned n = 0;
 	int ret = 0;
 
+	*more = false;
 	pthread_mutex_lock(&b->log.lock);
-	for (uint64_t s = b->log.tail; s <= b->log.head && n < 64; s++) {
+	for (uint64_t s = b->log.tail; s <= b->log.head; s++) {
 		struct wc_blk_seg *sg = &b->log.segs[s % b->g.n_segments];
 
-		if (sg->closed && !sg->summarized && atomic_load(&sg->pending) == 0)
+		if (sg->closed && !sg->summarized && atomic_load(&sg->pending) == 0) {
+			if (n == 64) {
+				*more = true;
+				break;
+			}
 			due[n++] = s;
+		}
 	}
 	pthread_mutex_unlock(&b->log.lock);
 	if (!n)
@@ -315,4 +322,19 @@ int wc_blk_write_summaries(struct wc_cache *c)
 			sg->summarized = true;
 	}
 	return ret ? ret : (int)n;
+}
+
+int wc_blk_write_summaries(struct wc_cache *c)
+{
+	bool more = true;
+	int total = 0;
+
+	while (more) {
+		int ret = write_summaries_batch(c, &more);
+
+		if (ret < 0)
+			return ret;
+		total += ret;
+	}
+	return total;
 }
