@@ -181,6 +181,40 @@ START_TEST(test_ring_wraps)
 }
 END_TEST
 
+/* A write without FUA returns with its record in flight: reading it back at
+ * once must give the new data (from the record's buffer, or from the device
+ * once the record completed), never the old. */
+START_TEST(test_read_while_in_flight)
+{
+	wc_cache *c = create_block(NULL);
+	char *buf = aligned_alloc(4096, 2 * BS), *back = aligned_alloc(4096, 2 * BS);
+	uint64_t seed = 5;
+	struct wc_stats st;
+
+	for (uint64_t v = 1; v <= 3000; v++) {
+		uint64_t b = ct_rand(&seed) % 64;
+
+		ct_fill_block(buf, BS, b, v);
+		ct_fill_block(buf + BS, BS, b + 1, v);
+		ck_assert_int_eq(wc_write(c, buf, 2 * BS, b * BS, 0), (ssize_t)(2 * BS));
+		ck_assert_int_eq(wc_read(c, back, 2 * BS, b * BS), (ssize_t)(2 * BS));
+		ck_assert_msg(ct_block_is(back, BS, b, v) == 0 && ct_block_is(back + BS, BS, b + 1, v) == 0,
+		              "block %llu read back otherwise right after its write",
+		              (unsigned long long)b);
+		model[b] = model[b + 1] = v;
+	}
+	ck_assert_int_eq(wc_flush(c), 0);
+	ck_assert_int_eq(wc_get_stats(c, &st), 0);
+	ck_assert_uint_ge(st.medium_records, 3000);
+	ck_assert_int_eq(wc_close(c), 0);
+	c = open_block();
+	verify_all(c, "after reopen");
+	ck_assert_int_eq(wc_close(c), 0);
+	free(buf);
+	free(back);
+}
+END_TEST
+
 START_TEST(test_discard)
 {
 	wc_cache *c = create_block(NULL);
@@ -514,6 +548,7 @@ static Suite *block_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_write_read_reopen);
 	tcase_add_test(tc, test_ring_wraps);
+	tcase_add_test(tc, test_read_while_in_flight);
 	tcase_add_test(tc, test_discard);
 	tcase_add_test(tc, test_discard_races_writes);
 	tcase_add_test(tc, test_threads);

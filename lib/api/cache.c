@@ -85,6 +85,7 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 	}
 	if (c->blk) {
 		wc_blk_wb_stop(c);
+		wc_blk_aio_stop(c);
 		wc_blk_log_fini(c);
 		wc_blk_device_close(c);
 		free(c->blk->wb.buf);
@@ -178,6 +179,8 @@ static int cache_end(wc_cache **out, struct wc_cache *c, int ret, bool created)
 	/* Recovery made every free block durably free: measure there. */
 	if (!ret && !c->blk)
 		wc_policy_settle(c, created);
+	if (!ret && c->blk)
+		ret = wc_blk_aio_start(c);
 	if (!ret)
 		ret = c->blk ? wc_blk_wb_start(c) : wc_writeback_start(c);
 	if (!ret) {

@@ -28,6 +28,7 @@
 #ifndef WC_BLOCK_H
 #define WC_BLOCK_H
 
+#include <libaio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -62,6 +63,29 @@ struct wc_blk_seg {
 	bool closed;             /* no more records: summary due once pending is 0 */
 	bool summarized;         /* its summary is written (or was found) */
 	uint32_t closed_ms;      /* when it closed (max_age_ms) */
+};
+
+struct wc_blk_resv {
+	uint64_t seg, seq, off;  /* segment, record seq, device offset of the header */
+	uint32_t seg_slot;
+	unsigned epoch;
+};
+
+/* A record of a write without FUA, from its build to its completion
+ * (aio.c). */
+#define WC_BLK_AIO_SLOTS 64u
+struct wc_blk_aslot {
+	struct iocb iocb;
+	char *buf;               /* header + data, aligned */
+	size_t cap, len;
+	struct wc_blk_resv r;
+	uint64_t block;          /* first origin block */
+	uint64_t data_off;       /* device offset of its data */
+	uint64_t data_bytes;
+	unsigned n;
+	uint32_t idx[WC_BLK_REC_MAX_BLOCKS];
+	atomic_uint use;         /* odd while in flight */
+	bool failed;
 };
 
 struct wc_blk_stats {
@@ -131,6 +155,17 @@ struct wc_blk {
 		size_t buf_len;
 	} wb;
 
+	struct {
+		struct wc_blk_aslot *slots;
+		unsigned free[WC_BLK_AIO_SLOTS], n_free, n_failed;
+		pthread_mutex_t lock;
+		pthread_cond_t cond;         /* a slot freed, a record completed */
+		io_context_t ctx;
+		pthread_t thread;
+		bool running, inline_io;
+		atomic_bool stop;
+	} aio;
+
 	struct wc_blk_stats st;
 	uint64_t recover_ns;     /* the last recovery's time (wcbench recover) */
 };
@@ -154,11 +189,6 @@ int wc_blk_state_write(struct wc_cache *c, uint64_t open_limit, uint64_t new_tai
 int wc_blk_id_write(struct wc_cache *c, unsigned slot, const struct wc_pmem_origin_id *id);
 
 /* log.c */
-struct wc_blk_resv {
-	uint64_t seg, seq, off;  /* segment, record seq, device offset of the header */
-	uint32_t seg_slot;
-	unsigned epoch;
-};
 int wc_blk_log_init(struct wc_cache *c);
 void wc_blk_log_fini(struct wc_cache *c);
 /* Room for a record of `count` blocks (or a discard when count is 0) in the
@@ -185,9 +215,27 @@ ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t o
 ssize_t wc_blk_read(struct wc_cache *c, void *buf, size_t len, uint64_t offset);
 int wc_blk_flush(struct wc_cache *c, bool count);
 int wc_blk_discard(struct wc_cache *c, uint64_t offset, uint64_t len);
+/* A record without FUA of n blocks and len bytes reached the device. */
+void wc_blk_record_written(struct wc_cache *c, unsigned n, size_t len);
 /* Remove a version from the index and free it, or leave it to write-back
  * when under it (shard lock held; frees go to out[]). */
 void wc_blk_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx, uint32_t *out, unsigned *n_out);
+
+/* aio.c */
+int wc_blk_aio_start(struct wc_cache *c);
+void wc_blk_aio_stop(struct wc_cache *c);
+bool wc_blk_aio_on(struct wc_cache *c);
+/* A free slot with room for len bytes (waits while all are in flight). */
+int wc_blk_aio_get(struct wc_cache *c, size_t len, struct wc_blk_aslot **out);
+void wc_blk_aio_put(struct wc_cache *c, struct wc_blk_aslot *s);
+/* The slot's fields are set: readers may find it (before its publish). */
+void wc_blk_aio_mark_busy(struct wc_blk_aslot *s);
+void wc_blk_aio_submit(struct wc_cache *c, struct wc_blk_aslot *s);
+/* Copy len bytes of an in-flight version at device offset `where`: false
+ * when its record completed meanwhile (the device has it). */
+bool wc_blk_aio_read(struct wc_cache *c, void *dst, uint64_t where, size_t len);
+/* Wait for the records in flight now (wc_flush). */
+int wc_blk_aio_drain(struct wc_cache *c);
 
 /* recover.c */
 int wc_blk_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem_origin_id *id);

@@ -108,7 +108,7 @@ void wc_blk_drop(struct wc_cache *c, struct wc_shard *s, uint32_t idx, uint32_t 
  * higher seq finished first) is dead on arrival: recovery would say the
  * same. */
 static void publish(struct wc_cache *c, const uint32_t *idx, uint64_t block, unsigned n, uint64_t seq,
-                    uint64_t data_off)
+                    uint64_t data_off, unsigned flags)
 {
 	uint32_t dead[2 * WC_BLK_REC_MAX_BLOCKS];
 	unsigned n_dead = 0;
@@ -140,7 +140,7 @@ static void publish(struct wc_cache *c, const uint32_t *idx, uint64_t block, uns
 		wc_entry_set_origin(e, block + i);
 		e->seq = seq;
 		wc_blk_set_where(e, data_off + (uint64_t)i * bs);
-		wc_entry_set_flags(e, WC_E_CURRENT);
+		wc_entry_set_flags(e, WC_E_CURRENT | flags);
 		__atomic_store_n(&e->gen, gen, __ATOMIC_RELEASE);
 		wc_index_insert(c, s, idx[i]);
 		s->current++;
@@ -187,6 +187,76 @@ static void give_back(struct wc_cache *c, uint32_t *idx, unsigned n)
 	wc_free_batch(c, idx, n);
 }
 
+/* The header of a record of n blocks whose data follows it in buf. */
+static void build_header(struct wc_cache *c, char *buf, const struct wc_blk_resv *r,
+                         const uint64_t *origin, unsigned n)
+{
+	struct wc_blk *b = c->blk;
+	struct wc_blk_rec *h = (struct wc_blk_rec *)buf;
+	uint32_t lba = b->g.lba;
+
+	memset(h, 0, lba);
+	h->magic = WC_BLK_REC_MAGIC;
+	h->cache_id = b->cache_id;
+	h->seq = r->seq;
+	h->seg = r->seg;
+	h->count = n;
+	h->data_crc = wc_crc32c(0, buf + lba, (size_t)n * c->layout.block_size);
+	memcpy(h->origin, origin, n * sizeof(origin[0]));
+	h->crc = wc_blk_rec_crc(h, lba);
+}
+
+void wc_blk_record_written(struct wc_cache *c, unsigned n, size_t len)
+{
+	struct wc_blk *b = c->blk;
+
+	atomic_fetch_add_explicit(&b->written, 1, memory_order_release);
+	if (atomic_fetch_add_explicit(&b->unflushed_blocks, n, memory_order_relaxed) == 0)
+		atomic_store_explicit(&b->first_unflushed_ms, wc_now_ms(c), memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->st.records, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->st.record_bytes, len, memory_order_relaxed);
+}
+
+/* A record without FUA: built in a slot, published as in flight, submitted;
+ * aio.c completes it. */
+static int write_record_async(struct wc_cache *c, const char *src, uint64_t block, unsigned n)
+{
+	struct wc_blk *b = c->blk;
+	uint32_t bs = c->layout.block_size, lba = b->g.lba;
+	uint64_t origin[WC_BLK_REC_MAX_BLOCKS];
+	struct wc_blk_aslot *s;
+	int got, ret;
+
+	ret = wc_blk_aio_get(c, lba + (size_t)n * bs, &s);
+	if (ret)
+		return ret;
+	got = take_entries(c, s->idx, n);
+	if (got < 0) {
+		wc_blk_aio_put(c, s);
+		return got;
+	}
+	n = (unsigned)got;
+	memcpy(s->buf + lba, src, (size_t)n * bs);
+	for (unsigned i = 0; i < n; i++)
+		origin[i] = block + i;
+	ret = wc_blk_reserve(c, s->idx, origin, n, 0, 0, &s->r);
+	if (ret) {
+		give_back(c, s->idx, n);
+		wc_blk_aio_put(c, s);
+		return ret;
+	}
+	build_header(c, s->buf, &s->r, origin, n);
+	s->block = block;
+	s->n = n;
+	s->len = lba + (size_t)n * bs;
+	__atomic_store_n(&s->data_off, s->r.off + lba, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->data_bytes, (uint64_t)n * bs, __ATOMIC_RELAXED);
+	wc_blk_aio_mark_busy(s);
+	publish(c, s->idx, block, n, s->r.seq, s->r.off + lba, WC_E_INFLIGHT);
+	wc_blk_aio_submit(c, s);
+	return (int)n;
+}
+
 /* One record: n blocks from src for origin blocks block.. */
 static int write_record(struct wc_cache *c, const char *src, uint64_t block, unsigned n, bool dsync)
 {
@@ -195,10 +265,11 @@ static int write_record(struct wc_cache *c, const char *src, uint64_t block, uns
 	uint32_t idx[WC_BLK_REC_MAX_BLOCKS];
 	uint64_t origin[WC_BLK_REC_MAX_BLOCKS];
 	struct wc_blk_resv r;
-	struct wc_blk_rec *h;
 	char *buf;
 	int got, ret;
 
+	if (!dsync && wc_blk_aio_on(c))
+		return write_record_async(c, src, block, n);
 	got = take_entries(c, idx, n);
 	if (got < 0)
 		return got;
@@ -208,7 +279,6 @@ static int write_record(struct wc_cache *c, const char *src, uint64_t block, uns
 		give_back(c, idx, n);
 		return wc_err(-ENOMEM, "%s write: record buffer", c->cache_path);
 	}
-	h = (struct wc_blk_rec *)buf;
 	memcpy(buf + lba, src, (size_t)n * bs);
 	for (unsigned i = 0; i < n; i++)
 		origin[i] = block + i;
@@ -217,15 +287,7 @@ static int write_record(struct wc_cache *c, const char *src, uint64_t block, uns
 		give_back(c, idx, n);
 		return ret;
 	}
-	memset(h, 0, lba);
-	h->magic = WC_BLK_REC_MAGIC;
-	h->cache_id = b->cache_id;
-	h->seq = r.seq;
-	h->seg = r.seg;
-	h->count = n;
-	h->data_crc = wc_crc32c(0, buf + lba, (size_t)n * bs);
-	memcpy(h->origin, origin, n * sizeof(origin[0]));
-	h->crc = wc_blk_rec_crc(h, lba);
+	build_header(c, buf, &r, origin, n);
 	ret = wc_blk_pwrite(c, buf, lba + (size_t)n * bs, r.off, dsync, "record");
 	if (ret) {
 		/* The cache's own medium failed: sticky, as dm-writecache's. */
@@ -234,14 +296,13 @@ static int write_record(struct wc_cache *c, const char *src, uint64_t block, uns
 		wc_blk_record_done(c, &r);
 		return ret;
 	}
-	publish(c, idx, block, n, r.seq, r.off + lba);
-	if (!dsync) {
-		atomic_fetch_add_explicit(&b->written, 1, memory_order_release);
-		if (atomic_fetch_add_explicit(&b->unflushed_blocks, n, memory_order_relaxed) == 0)
-			atomic_store_explicit(&b->first_unflushed_ms, wc_now_ms(c), memory_order_relaxed);
+	publish(c, idx, block, n, r.seq, r.off + lba, 0);
+	if (dsync) {
+		atomic_fetch_add_explicit(&b->st.records, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&b->st.record_bytes, lba + (uint64_t)n * bs, memory_order_relaxed);
+	} else {
+		wc_blk_record_written(c, n, lba + (size_t)n * bs);
 	}
-	atomic_fetch_add_explicit(&b->st.records, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&b->st.record_bytes, lba + (uint64_t)n * bs, memory_order_relaxed);
 	wc_blk_record_done(c, &r);
 	return (int)n;
 }
@@ -327,6 +388,7 @@ ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t o
 struct found {
 	uint32_t idx;     /* WC_NIL: a miss */
 	uint16_t gen;
+	bool inflight;    /* its record's write is in flight: aio.c has the data */
 	uint64_t where;
 };
 
@@ -344,6 +406,7 @@ static void look_up(struct wc_cache *c, uint64_t block, unsigned n, struct found
 			s->st.read_hits++;
 			f[i].gen = __atomic_load_n(&c->e[idx].gen, __ATOMIC_ACQUIRE);
 			f[i].where = wc_blk_where(&c->e[idx]);
+			f[i].inflight = c->e[idx].flags & WC_E_INFLIGHT;
 		}
 		wc_spin_unlock(&s->lock);
 	}
@@ -395,6 +458,15 @@ static int origin_read(struct wc_cache *c, char *dst, uint64_t block, unsigned n
 	return ret;
 }
 
+/* One hit: from its record's buffer while the record is in flight, else
+ * (or once it completed during the copy) from the device. */
+static int read_hit(struct wc_cache *c, char *dst, const struct found *f)
+{
+	if (f->inflight && wc_blk_aio_read(c, dst, f->where, c->layout.block_size))
+		return 0;
+	return device_read(c, dst, c->layout.block_size, f->where);
+}
+
 /* Up to READ_BATCH blocks: runs of hits contiguous on the device are one
  * read, runs of misses one origin request; a hit whose generation moved
  * during its read is read again alone. */
@@ -410,8 +482,11 @@ static int read_batch(struct wc_cache *c, char *dst, uint64_t block, unsigned n)
 			for (j = i + 1; j < n && f[j].idx == WC_NIL; j++)
 				;
 			ret = origin_read(c, dst + (size_t)i * bs, block + i, j - i);
+		} else if (f[i].inflight) {
+			j = i + 1;
+			ret = read_hit(c, dst + (size_t)i * bs, &f[i]);
 		} else {
-			for (j = i + 1; j < n && f[j].idx != WC_NIL &&
+			for (j = i + 1; j < n && f[j].idx != WC_NIL && !f[j].inflight &&
 			                f[j].where == f[j - 1].where + bs &&
 			                (size_t)(j - i) * bs < WC_BLK_REC_MAX_BYTES; j++)
 				;
@@ -424,7 +499,7 @@ static int read_batch(struct wc_cache *c, char *dst, uint64_t block, unsigned n)
 		while (f[i].idx != WC_NIL && !still(c, &f[i])) {
 			look_up(c, block + i, 1, &f[i]);
 			ret = f[i].idx == WC_NIL ? origin_read(c, dst + (size_t)i * bs, block + i, 1)
-			                         : device_read(c, dst + (size_t)i * bs, bs, f[i].where);
+			                         : read_hit(c, dst + (size_t)i * bs, &f[i]);
 			if (ret)
 				return ret;
 		}
@@ -462,6 +537,11 @@ int wc_blk_flush(struct wc_cache *c, bool count)
 		c->commit.flushes++;
 		wc_storelock_unlock(&c->commit.lock);
 	}
+	/* The records of writes that returned are on the device first. */
+	ret = wc_blk_aio_drain(c);
+	if (ret)
+		return ret;
+	target = atomic_load_explicit(&b->written, memory_order_acquire);
 	pthread_mutex_lock(&b->flush_lock);
 	/* A concurrent caller's flush, started after our writes, covered us. */
 	if (b->durable < target) {

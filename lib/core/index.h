@@ -39,6 +39,7 @@ enum {
 	WC_E_WB = 1u << 3,         /* being written back */
 	WC_E_SPARE = 1u << 4,      /* unused on the I/O path (recovery's marker) */
 	WC_E_CLEAN = 1u << 5,      /* block medium: a current version the origin holds */
+	WC_E_INFLIGHT = 1u << 6,   /* block medium: its record's write is in flight (block/aio.c) */
 };
 
 /* DRAM twin of one cache block: 32 bytes, two to a line (dm-writecache
