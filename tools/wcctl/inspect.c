@@ -159,6 +159,10 @@ int wcctl_check(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
 	}
+	if (img.block) {
+		wcadm_image_close(&img);
+		return wcctl_blk_check(cmd, argv[optind], pr.max, pr.json);
+	}
 	if (img.live && !pr.json)
 		printf("state: %s: read without writing while its owner works on it\n",
 		       wcctl_live_str(live, sizeof(live), &img));
@@ -319,6 +323,10 @@ int wcctl_dump(int argc, char **argv)
 		return ret;
 
 	ret = wcadm_image_open(&img, argv[optind]);
+	if (img.block) {
+		wcadm_image_close(&img);
+		return wcctl_blk_dump(cmd, argv[optind], all, json);
+	}
 	if (!ret)
 		ret = wcadm_image_classify(&img);
 	if (ret) {
