@@ -457,14 +457,29 @@ static void compare(struct scan *sc, const struct wcadm_blk_seg *s)
 		/* Whichever sits first in the segment is the one missing on the other side. */
 		if (i < n && (j >= sc->n_found || e[i].off <= sc->found[j].off)) {
 			uint64_t at = s->offset + (uint64_t)e[i].off * sc->g.lba;
+			uint32_t k = i + 1;
 
-			finding(sc, true, at,
-			        "segment %llu: summary entry %u (origin block %llu, seq %llu) names data at "
-			        "offset %llu, but no intact record holds it there (header or data CRC32C "
-			        "fails): recovery would serve it from the summary",
-			        (unsigned long long)s->seg, i, (unsigned long long)e[i].origin,
-			        (unsigned long long)e[i].seq, (unsigned long long)at);
-			i++;
+			/* One line per record: the entries of its seq missing alike. */
+			while (k < n && e[k].seq == e[i].seq &&
+			       (j >= sc->n_found || e[k].off < sc->found[j].off))
+				k++;
+			if (k - i > 1)
+				finding(sc, true, at,
+				        "segment %llu: summary entries %u..%u (origin block %llu first, seq "
+				        "%llu) name data from offset %llu, but no intact record holds those "
+				        "versions there (a CRC32C fails, or the record says otherwise): "
+				        "recovery would trust the summary", (unsigned long long)s->seg, i,
+				        k - 1, (unsigned long long)e[i].origin, (unsigned long long)e[i].seq,
+				        (unsigned long long)at);
+			else
+				finding(sc, true, at,
+				        "segment %llu: summary entry %u (origin block %llu, seq %llu) names "
+				        "data at offset %llu, but no intact record holds that version there "
+				        "(a CRC32C fails, or the record says otherwise): recovery would trust "
+				        "the summary", (unsigned long long)s->seg, i,
+				        (unsigned long long)e[i].origin, (unsigned long long)e[i].seq,
+				        (unsigned long long)at);
+			i = k;
 		} else {
 			uint64_t at = s->offset + (uint64_t)sc->found[j].off * sc->g.lba;
 
