@@ -47,7 +47,8 @@ static void create_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: wcctl create CACHE ORIGIN [--options STRING] [--size BYTES]\n"
-	        "Format CACHE (a file on pmem/DAX, or /dev/shm for development) as a new\n"
+	        "Format CACHE (a file on pmem/DAX, /dev/shm for development, or with\n"
+	        "medium=auto or medium=block a disk file or device: the block medium) as a new\n"
 	        "cache in front of ORIGIN: a file, a block device or an NBD URI\n"
 	        "(nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH).  Refuses a CACHE\n"
 	        "that already holds a valid cache.\n\n"
