@@ -9,7 +9,7 @@
 # writeback, on a closed cache, on one in use (tests/hold_cache) and on one
 # whose owner was killed; then images damaged with dd: the superblock's
 # CRC, one state slot and both, a record's data, a summary's CRC, a summary
-# entry under a recomputed CRC, both identity slots.  The tools' view is
+# entry under a recomputed CRC, both identity slots, a whole segment.  The tools' view is
 # compared with the library's: the dirty blocks `wcctl check` counts offline
 # are the ones wc_open finds (`wcctl status`).
 #
@@ -312,6 +312,29 @@ flip "$cache" 12288
 flip "$cache" 16384
 run 1 "check: both identity slots damaged" \
 	"damage: origin identity \(offsets 12288 and 16384\): neither slot is intact" -- "$W" check "$cache"
+
+# A segment lost in the middle of the ring: three segments written (5000
+# blocks, about 2000 a segment), the first then zeroed.  Recovery finds
+# nothing there and goes on; check names it.
+wrap=$D/wrap
+truncate -s 64M "$wrap"
+ops=""
+for i in $(seq 0 99); do ops="$ops w:$((i * 50)):50"; done
+run 0 "create a second cache" -- "$W" create "$wrap" "$origin"
+run 0 "write 5000 blocks into it" -- "$BW" "$wrap" "$origin" $ops
+run 0 "check: three segments, clean" "blocks: 5000 cached, 5000 of them dirty" -- "$W" check "$wrap"
+"$W" dump "$wrap" >"$D/out" 2>&1
+first=$(grep -v '^#' "$D/out" | head -1 | awk '{ print $1, $2 }')
+seg=${first% *}
+off=${first#* }
+send=$(sed -nE "s/^# segment $seg at offset $off: .*summary intact \(offset ([0-9]+),.*/\1/p" "$D/out")
+# its records and its summary's head
+dd if=/dev/zero of="$wrap" bs=4096 seek=$((off / 4096)) count=$(((send - off) / 4096 + 1)) \
+	conv=notrunc status=none
+run 1 "check: a segment emptied before a summarized one is damage" \
+	"damage: segment $seg \(offset $off\) holds no record of this cache, though segment [0-9]+ after it does" -- \
+	"$W" check "$wrap"
+assert "check: result DAMAGED" grep -q "result: .*: DAMAGED" "$D/out"
 
 # ---- usage ------------------------------------------------------------------
 run 1 "check of a missing file" "No such file" -- "$W" check "$D/none"

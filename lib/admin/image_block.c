@@ -14,7 +14,7 @@
  * What is damage: a superblock wc_open refuses; neither state slot intact;
  * neither identity slot intact; a summary whose entries do not fit the
  * segment, or that disagrees with the records it summarizes; a block beyond
- * the origin.  What is info: one state slot torn; a summary missing or torn
+ * the origin; a segment found empty before a summarized one (holes()).  What is info: one state slot torn; a summary missing or torn
  * (it is written unsynced, after the records are durable: recovery reads
  * the segment whole); a record of an unsummarized segment whose CRC fails
  * (a write in flight at a crash, never acknowledged).
@@ -260,6 +260,7 @@ struct scan {
 	uint64_t n_v, cap_v;
 	struct discard *d;
 	uint64_t n_d, cap_d;
+	uint8_t *holds;          /* per segment read: 1 records, 2 an intact summary */
 };
 
 static void finding(struct scan *sc, bool damage, uint64_t offset, const char *fmt, ...)
@@ -588,6 +589,7 @@ static int scan_segment(struct scan *sc, uint64_t seg)
 		return ret;
 	if (s.records)
 		bi->head = seg;
+	sc->holds[seg - bi->tail] = (s.records ? 1 : 0) | (s.from_summary ? 2 : 0);
 	if (sc->ops->segment)
 		sc->ops->segment(sc->ops->arg, &s);
 	return 0;
@@ -645,6 +647,40 @@ static void settle(struct scan *sc)
 	}
 }
 
+/*
+ * A segment between the tail and the head always held records: the next
+ * one opens only once it has some.  Found empty, its records are gone --
+ * overwritten, or (the segments past the last summary only) never made
+ * durable before a crash: a summary is written after a device flush, so
+ * an empty segment before an intact summary lost records that were.
+ */
+static void holes(struct scan *sc)
+{
+	struct wcadm_blk_image *bi = sc->bi;
+	uint64_t last_sum = 0;
+	bool any_sum = false;
+
+	for (uint64_t s = bi->tail; s <= bi->head; s++)
+		if (sc->holds[s - bi->tail] & 2) {
+			last_sum = s;
+			any_sum = true;
+		}
+	for (uint64_t s = bi->tail; s < bi->head; s++) {
+		uint64_t off = wc_blk_seg_offset(&sc->g, s);
+		bool damage = any_sum && s < last_sum;
+
+		if (sc->holds[s - bi->tail] & 1)
+			continue;
+		finding(sc, damage, off,
+		        "segment %llu (offset %llu) holds no record of this cache, though segment %llu "
+		        "after it does: %s", (unsigned long long)s, (unsigned long long)off,
+		        (unsigned long long)(damage ? last_sum : bi->head),
+		        damage ? "its records, made durable before a later segment's summary, are lost "
+		                 "(overwritten?)"
+		               : "records never made durable before a crash, or lost");
+	}
+}
+
 int wcadm_blk_scan(struct wcadm_blk_image *bi, const struct wcadm_blk_scan_ops *ops)
 {
 	static const struct wcadm_blk_scan_ops none;
@@ -698,19 +734,21 @@ int wcadm_blk_scan(struct wcadm_blk_image *bi, const struct wcadm_blk_scan_ops *
 	sc.sum = malloc(sc.g.summary_bytes);
 	sc.area = malloc(sc.g.seg_data_bytes);
 	sc.found = malloc(sc.g.sum_cap * sizeof(*sc.found));
-	if (!sc.sum || !sc.area || !sc.found) {
-		ret = wc_err(-ENOMEM, "%s: scan buffers (%llu bytes a segment)", bi->path,
-		             (unsigned long long)sc.g.seg_bytes);
-		goto out;
-	}
 	/* Recovery's range: the tail up to the open limit, one lap at most. */
 	end = st->open_limit + 1;
 	if (end > st->tail_seg + sc.g.n_segments)
 		end = st->tail_seg + sc.g.n_segments;
+	sc.holds = calloc(end > st->tail_seg ? end - st->tail_seg : 1, 1);
+	if (!sc.sum || !sc.area || !sc.found || !sc.holds) {
+		ret = wc_err(-ENOMEM, "%s: scan buffers (%llu bytes a segment)", bi->path,
+		             (unsigned long long)sc.g.seg_bytes);
+		goto out;
+	}
 	for (uint64_t s = st->tail_seg; s < end && !ret; s++)
 		ret = scan_segment(&sc, s);
 	bi->scan_end = end;
 	if (!ret) {
+		holes(&sc);
 		settle(&sc);
 		bi->scanned = true;
 	}
@@ -720,5 +758,6 @@ out:
 	free(sc.found);
 	free(sc.v);
 	free(sc.d);
+	free(sc.holds);
 	return ret;
 }

@@ -319,8 +319,8 @@ int wcctl_blk_check(const char *cmd, const char *path, uint64_t max, bool json)
 		       "check it again once it is closed\n", path, live_str(live, sizeof(live), &bi),
 		       bi.n_damage);
 	else
-		printf("result: %s: DAMAGED (%" PRIu64 " problems: wc_open would refuse it or serve "
-		       "damaged data)\n", path, bi.n_damage);
+		printf("result: %s: DAMAGED (%" PRIu64 " problems: wc_open would refuse it, serve "
+		       "damaged data or lose data)\n", path, bi.n_damage);
 	wcadm_blk_close(&bi);
 	return bad ? WCCTL_FAIL : WCCTL_OK;
 }
