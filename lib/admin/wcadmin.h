@@ -491,7 +491,7 @@ int wcadm_policy_measure_file(const char *path, unsigned rounds, struct wcadm_po
 /* What wcbench run's cost floor shares with the cache it measures.
  * The configuration the cache runs with (defaults resolved): */
 void wcadm_cache_config(const wc_cache *c, struct wc_config *out);
-/* The cache file's mapping. */
+/* The cache file's mapping (NULL, 0 on the block medium: it is not mapped). */
 void wcadm_cache_mapping(const wc_cache *c, void **base, size_t *len);
 /* Its blocks (the data area is blocks x wc_block_size). */
 uint64_t wcadm_cache_blocks(const wc_cache *c);
