@@ -237,6 +237,13 @@ assert "origin holds block 300" grep -q "block 300 op 6" <(dd if="$origin" bs=40
 assert "block 4 was discarded: the origin never got it" \
 	[ "$(dd if="$origin" bs=4096 skip=4 count=1 status=none | tr -d '\0' | wc -c)" -eq 0 ]
 
+truncate -s 64M "$D/origin2"
+run 1 "set-origin refuses to re-bind a dirty cache" "refusing: .* holds 20 dirty blocks" -- \
+	"$W" set-origin "$D/good" "$D/origin2"
+run 0 "set-origin re-binds a clean cache" "now belongs to file $D/origin2" -- "$W" set-origin "$cache" "$D/origin2"
+run 0 "check: the identity slot moved" "origin identity file $D/origin2 .*re-bound to it, generation 2" -- "$W" check "$cache"
+run 0 "set-origin back" "now belongs to file $origin" -- "$W" set-origin "$cache" "$origin"
+
 # ---- damage -----------------------------------------------------------------
 fresh() { cp --sparse=always "$D/good" "$cache"; }
 
