@@ -15,8 +15,9 @@ void wcadm_cache_config(const wc_cache *c, struct wc_config *out)
 
 void wcadm_cache_mapping(const wc_cache *c, void **base, size_t *len)
 {
-	*base = c->base;
-	*len = c->map_len;
+	/* The block medium maps nothing: no mapping to fault in or measure. */
+	*base = c->blk ? NULL : c->base;
+	*len = c->blk || !c->base ? 0 : c->map_len;
 }
 
 uint64_t wcadm_cache_blocks(const wc_cache *c)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "admin/wcadmin.h"
+#include "block/format.h"
 #include "core/bind.h"
 #include "core/format.h"
 #include "util/error.h"
@@ -162,6 +163,11 @@ int wcadm_image_open(struct wcadm_image *img, const char *path)
 	ret = read_head(img);
 	if (ret)
 		return fail(img, ret);
+	/* Another medium's layout: image_block.c reads it. */
+	if (img->raw->sb.magic == WC_BLK_MAGIC) {
+		img->block = true;
+		return wc_err(-EMEDIUMTYPE, "%s: a cache on the block medium, not on pmem", path);
+	}
 	decode_sb(&img->sb, &img->raw->sb);
 	for (unsigned i = 0; i < WC_RECORD_SLOTS; i++)
 		decode_record(&img->rec[i], &img->raw->rec[i]);

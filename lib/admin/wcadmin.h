@@ -177,6 +177,8 @@ struct wcadm_image {
 	uint64_t file_size;
 	struct wcadm_sb sb;
 	bool sb_ok;                    /* the superblock validated */
+	bool block;                    /* a cache on the block medium: wcadm_blk_open reads
+	                                  it (wcadm_image_open returned -EMEDIUMTYPE) */
 	struct wcadm_layout layout;    /* valid only if sb_ok */
 	struct wcadm_record rec[WCADM_RECORD_SLOTS];
 	int oid_slot;                  /* the identity slot in force; -1: none */
@@ -230,6 +232,140 @@ const char *wcadm_origin_id_str(char *buf, size_t len, const struct wcadm_origin
 const char *wcadm_origin_id_source(unsigned source);
 /* "block device", "file", "NBD export", "RBD image", "origin". */
 const char *wcadm_origin_kind_name(unsigned kind);
+
+/* ==== a cache on the block medium, read offline (image_block.c) ======== */
+
+/*
+ * The block medium's image (lib/block/format.h, docs/FORMAT.md "Block
+ * medium") read with pread, never written: the superblock checked as
+ * wc_open checks it, both ring state slots, both identity slots, and then
+ * (wcadm_blk_scan) every segment of the ring -- its summary, and its record
+ * area read whole with every record's header and data CRC verified -- the
+ * way recovery reads them, to list what recovery would take, ignore or
+ * refuse.  wcadm_image_open sends such an image here: it returns
+ * -EMEDIUMTYPE with img->block set.
+ */
+#define WCADM_BLK_VERSION 1u             /* the block format this library reads */
+#define WCADM_BLK_STATE_OFFSET 4096u     /* two state slots, 4 KiB each */
+#define WCADM_BLK_ID_OFFSET 12288u       /* two identity slots, 4 KiB each */
+#define WCADM_BLK_UNIT 4096u
+
+struct wcadm_blk_state {
+	uint64_t offset;         /* of the slot */
+	uint64_t generation, tail_seg, clean_seg, open_limit, time;
+	uint32_t crc, crc_computed;
+	bool magic_ok;           /* the state's magic is there */
+	bool zero;               /* never written */
+	bool intact;             /* magic, CRC and ranges hold */
+};
+
+/* A segment's summary, as found at the end of the segment. */
+enum wcadm_blk_sum_state {
+	WCADM_SUM_NONE = 0,      /* no summary (the open segment at a crash, or zeros) */
+	WCADM_SUM_STALE,         /* another segment's or cache's: an earlier lap of the ring */
+	WCADM_SUM_INTACT,        /* this segment's, CRC holds: recovery takes it */
+	WCADM_SUM_DAMAGED,       /* this segment's, CRC or count wrong: recovery reads the
+	                            segment whole instead */
+};
+
+/* One segment of the ring, as the scan found it. */
+struct wcadm_blk_seg {
+	uint64_t seg;            /* its sequence number */
+	uint64_t offset;         /* device offset of its first byte */
+	uint64_t summary_offset;
+	uint8_t sum_state;       /* enum wcadm_blk_sum_state */
+	uint32_t sum_n;          /* entries the summary claims */
+	uint32_t sum_crc, sum_crc_computed;
+	bool clean;              /* below the clean point: written back */
+	bool from_summary;       /* recovery takes its records from the summary */
+	bool area_read;          /* its record area was read and verified */
+	uint64_t records, discards, blocks;  /* intact records found (or summarized) */
+	uint64_t bad_records;    /* headers of this segment whose CRC (header or data) fails */
+	uint64_t used;           /* bytes of records, to the end of the last intact one */
+	uint64_t first_seq, last_seq;
+};
+
+/* One record found in a segment's area (wcadm_blk_scan's `record`). */
+struct wcadm_blk_record {
+	uint64_t seg, offset;    /* segment, device offset of the header */
+	uint64_t seq;
+	uint32_t count, flags;   /* data blocks, WC_BLK_REC_* (1: discard) */
+	const uint64_t *origin;  /* count origin blocks; a discard: first, count */
+	uint32_t data_crc;
+	bool header_ok;          /* header CRC holds */
+	bool data_ok;            /* data CRC holds (header_ok) */
+	bool taken;              /* recovery takes it */
+};
+
+/* Something the scan has to say: damage (recovery refuses it, or would
+ * serve wrong data) or info (a crash leaves it; recovery copes). */
+struct wcadm_blk_finding {
+	bool damage;
+	uint64_t offset;         /* where, on the device */
+	const char *text;        /* names what and where */
+};
+
+struct wcadm_blk_scan_ops {
+	bool verify;             /* read every segment's records, even summarized ones */
+	void (*finding)(void *arg, const struct wcadm_blk_finding *f);
+	void (*segment)(void *arg, const struct wcadm_blk_seg *s);
+	void (*record)(void *arg, const struct wcadm_blk_record *r);
+	void *arg;
+};
+
+struct wcadm_blk_raw;
+
+struct wcadm_blk_image {
+	const char *path;
+	int fd;                        /* -1 once closed, or if it could not be read */
+	uint64_t file_size;
+	bool live;                     /* as struct wcadm_image */
+	pid_t holder_pid;
+	char holder[200];
+	/* the superblock, as stored */
+	uint32_t version, block_size, lba_size;
+	uint64_t seg_start, seg_bytes, n_segments, summary_bytes, origin_size;
+	uint8_t uuid[16];
+	uint64_t cache_id, device_bytes, format_time;
+	uint32_t sb_crc, sb_crc_computed;
+	bool sb_ok;                    /* wc_open's checks hold */
+	/* geometry (sb_ok) */
+	uint64_t sum_cap, seg_data_bytes, n_entries;
+	struct wcadm_blk_state state[2];
+	int state_slot;                /* the slot in force; -1: neither is intact */
+	int oid_slot;                  /* the identity slot in force; -1: none */
+	struct wcadm_origin_id oid;
+	/* after wcadm_blk_scan */
+	bool scanned;
+	uint64_t tail, clean, open_limit; /* the state in force */
+	uint64_t head;                 /* newest segment holding a record (tail if none) */
+	uint64_t scan_end;             /* segments tail..scan_end - 1 were read */
+	uint64_t n_summarized, n_unsummarized, n_sum_damaged;
+	uint64_t records, discards, bad_records;
+	uint64_t versions;             /* block versions in the ring */
+	uint64_t cached_blocks;        /* origin blocks recovery would serve from the cache */
+	uint64_t dirty_blocks;         /* of them not yet written back */
+	uint64_t max_seq;
+	uint64_t n_damage, n_info;
+	struct wcadm_blk_raw *raw;
+};
+
+/* Is `path` (readable) a cache on the block medium?  (Its magic only.) */
+bool wcadm_blk_is_image(const char *path);
+/* Open read-only, test the owner's lock, read the superblock, state and
+ * identity slots and check the superblock.  0, a negative errno from the
+ * check (image stays open, fields readable, wc_errmsg() names the field and
+ * the offset), or -errno with bi->fd == -1. */
+int wcadm_blk_open(struct wcadm_blk_image *bi, const char *path);
+/* Read the ring as recovery does (ops->verify: every record's CRCs too),
+ * reporting through ops (any callback may be NULL).  0: read, even if
+ * damage was found (n_damage); -errno with a message when it cannot be
+ * read or no state slot is intact. */
+int wcadm_blk_scan(struct wcadm_blk_image *bi, const struct wcadm_blk_scan_ops *ops);
+void wcadm_blk_close(struct wcadm_blk_image *bi);
+/* The origin size the cache serves: its identity's, else the superblock's. */
+uint64_t wcadm_blk_origin_size(const struct wcadm_blk_image *bi);
+const char *wcadm_blk_sum_state_name(unsigned state);
 
 /* ==== the flush engine (flush.c) ======================================= */
 
@@ -355,7 +491,7 @@ int wcadm_policy_measure_file(const char *path, unsigned rounds, struct wcadm_po
 /* What wcbench run's cost floor shares with the cache it measures.
  * The configuration the cache runs with (defaults resolved): */
 void wcadm_cache_config(const wc_cache *c, struct wc_config *out);
-/* The cache file's mapping. */
+/* The cache file's mapping (NULL, 0 on the block medium: it is not mapped). */
 void wcadm_cache_mapping(const wc_cache *c, void **base, size_t *len);
 /* Its blocks (the data area is blocks x wc_block_size). */
 uint64_t wcadm_cache_blocks(const wc_cache *c);

@@ -47,7 +47,8 @@ static void create_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: wcctl create CACHE ORIGIN [--options STRING] [--size BYTES]\n"
-	        "Format CACHE (a file on pmem/DAX, or /dev/shm for development) as a new\n"
+	        "Format CACHE (a file on pmem/DAX, /dev/shm for development, or with\n"
+	        "medium=auto or medium=block a disk file or device: the block medium) as a new\n"
 	        "cache in front of ORIGIN: a file, a block device or an NBD URI\n"
 	        "(nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH).  Refuses a CACHE\n"
 	        "that already holds a valid cache.\n\n"
@@ -67,7 +68,8 @@ int wcctl_create(int argc, char **argv)
 	struct wcadm_image img;
 	struct wc_stats st;
 	wc_cache *c;
-	char s1[32], s2[32], uuid[40], granularity[16], idbuf[1024];
+	char s1[32], s2[32], uuid[40], granularity[16], idbuf[1024], reason[256];
+	bool block;
 	uint32_t bs;
 	uint64_t addressable;
 	const struct wct_opt opts[] = {
@@ -92,6 +94,9 @@ int wcctl_create(int argc, char **argv)
 	}
 	wc_get_stats(c, &st);
 	snprintf(granularity, sizeof(granularity), "%s", st.granularity); /* outlives wc_close */
+	snprintf(reason, sizeof(reason), "%s", st.medium_reason);
+	st.medium_reason = reason;
+	block = !strcmp(st.medium, "block");
 	bs = wc_block_size(c);
 	addressable = wc_size(c);
 	ret = wc_close(c);
@@ -99,6 +104,8 @@ int wcctl_create(int argc, char **argv)
 		fprintf(stderr, "%s: close: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
 	}
+	if (block)
+		return wcctl_blk_created(cmd, cache, origin, &st, bs, addressable);
 	if (!read_sb(cache, &img)) {
 		fprintf(stderr, "%s: created, but reading it back failed: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
@@ -115,6 +122,7 @@ int wcctl_create(int argc, char **argv)
 	       wct_size_str(s2, sizeof(s2), addressable), addressable / bs);
 	printf("  origin id      %s\n", wcctl_identity_str(idbuf, sizeof(idbuf), &img));
 	printf("  uuid           %s\n", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
+	printf("  medium         pmem: %s\n", reason);
 	printf("  granularity    %s\n", granularity);
 	/* dm-writecache budgets 88 B of DRAM per block (lvm2). */
 	printf("  DRAM estimate  %s for metadata (%.1f B per block)\n",
@@ -176,7 +184,7 @@ struct status_view {
 	bool before_ok;
 	/* st.granularity and st.origin_mode point into the cache: copies
 	 * that outlive wc_close */
-	char granularity[16], origin_mode[512], origin_identity[1024];
+	char granularity[16], origin_mode[512], origin_identity[1024], medium_reason[256];
 };
 
 static void status_json(const struct status_view *v)
@@ -189,6 +197,8 @@ static void status_json(const struct status_view *v)
 	wct_json_object(&j, NULL, true);
 	wct_json_str(&j, "cache", v->cache);
 	wct_json_str(&j, "origin", v->origin);
+	wct_json_str(&j, "medium", "pmem");
+	wct_json_str(&j, "medium_reason", v->medium_reason);
 	wct_json_bool(&j, "live", false);
 	wct_json_null(&j, "in_use_by");
 	wct_json_str(&j, "status_line", status_line(line, sizeof(line), st));
@@ -228,6 +238,7 @@ static void status_json(const struct status_view *v)
 	wcctl_json_policy(&j, &v->pmem);
 	wct_json_u64(&j, "line_size", v->pmem.line_size);
 	wct_json_end(&j);
+	wct_json_null(&j, "block"); /* the block medium's ring (wcctl_blk_status) */
 	wct_json_end(&j);
 }
 
@@ -254,6 +265,7 @@ static void status_text(const struct status_view *v)
 		printf("at open        commit point %" PRIu64 " (from %s%s), floor seq_count %" PRIu64
 		       "\n", v->before.cp_seq, v->before.cp_slot < 0 ? "the " : "",
 		       wcctl_commit_source(s1, sizeof(s1), &v->before), v->before.cp_floor);
+	printf("medium         pmem: %s\n", v->medium_reason);
 	printf("origin         %s: %s\n", v->origin, wct_size_str(s1, sizeof(s1), v->size));
 	printf("origin mode    %s\n", st->origin_mode);
 	printf("origin id      %s\n", st->origin_identity);
@@ -328,6 +340,8 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 		wct_json_object(&j, NULL, true);
 		wct_json_str(&j, "cache", cache);
 		wct_json_str(&j, "origin", origin);
+		wct_json_str(&j, "medium", "pmem");
+		wct_json_null(&j, "medium_reason"); /* the owner's to know */
 		wcctl_json_live(&j, &img);
 		wct_json_str(&j, "holder", wcctl_live_str(live, sizeof(live), &img));
 		wct_json_u64(&j, "blocks", img.sb.n_blocks);
@@ -344,6 +358,7 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 		wct_json_u64(&j, "uncommitted", img.n_uncommitted);
 		wct_json_u64(&j, "free", img.n_free);
 		wct_json_end(&j);
+		wct_json_null(&j, "block");
 		wct_json_end(&j);
 		wcadm_image_close(&img);
 		return WCCTL_OK;
@@ -408,6 +423,8 @@ int wcctl_status(int argc, char **argv)
 	/* The commit point recovery is about to settle (a refusal below
 	 * names the problem itself). */
 	v.before_ok = read_commit(v.cache, &v.before);
+	if (v.before.block)
+		return wcctl_blk_status(cmd, v.cache, v.origin, &cfg, v.before.live, json);
 	if (v.before.live)
 		return status_live(cmd, v.cache, v.origin, json);
 	ret = wc_open(&c, v.cache, v.origin, &cfg);
@@ -423,6 +440,8 @@ int wcctl_status(int argc, char **argv)
 	snprintf(v.granularity, sizeof(v.granularity), "%s", v.st.granularity);
 	snprintf(v.origin_mode, sizeof(v.origin_mode), "%s", v.st.origin_mode);
 	snprintf(v.origin_identity, sizeof(v.origin_identity), "%s", v.st.origin_identity);
+	snprintf(v.medium_reason, sizeof(v.medium_reason), "%s",
+	         v.st.medium_reason ? v.st.medium_reason : "");
 	v.st.granularity = v.granularity;
 	v.st.origin_mode = v.origin_mode;
 	v.st.origin_identity = v.origin_identity;

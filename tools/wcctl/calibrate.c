@@ -25,7 +25,9 @@ static void usage(FILE *f)
 	        "superblock (what wc_open uses on a matching CPU; read only).  Caches\n"
 	        "measure on their own free blocks at wc_create; to measure one again in\n"
 	        "place: wcbench calibrate --cache CACHE.  To override: WC_PMEM_THRESHOLD=\n"
-	        "<bytes>|nt|auto, or pmem_threshold=... in a cache's options.\n\n"
+	        "<bytes>|nt|auto, or pmem_threshold=... in a cache's options.\n"
+	        "A CACHE on the block medium has no flush policy (O_DIRECT device writes,\n"
+	        "not CPU stores): it is said so, nothing is measured, exit 0.\n\n"
 	        "  --json   one JSON object instead\n"
 	        "  --help\n");
 }
@@ -52,13 +54,20 @@ static const char *cpu_flags(char *buf, size_t len, unsigned cpu)
 }
 
 /* The superblock's policy line of `path` (validated superblock first);
- * `live` receives "live, in use by ..." for a cache open elsewhere, else "". */
-static int read_record(const char *path, struct wcadm_policy *rec, char *live, size_t len)
+ * `live` receives "live, in use by ..." for a cache open elsewhere, else "".
+ * *block: the cache is on the block medium (no policy line: returns 0). */
+static int read_record(const char *path, struct wcadm_policy *rec, char *live, size_t len,
+                       bool *block)
 {
 	struct wcadm_image img;
 	int ret = wcadm_image_open(&img, path);
 
 	live[0] = '\0';
+	*block = img.block;
+	if (img.block) {
+		wcadm_image_close(&img);
+		return 0;
+	}
 	if (img.fd >= 0 && img.live)
 		wcctl_live_str(live, len, &img);
 	if (!ret)
@@ -94,10 +103,41 @@ static void print_record(const char *cache, const struct wcadm_policy *rec, size
 		       "up to 64 KiB; the record is on the cache's own memory)\n");
 }
 
+/*
+ * A cache on the block medium writes with O_DIRECT device writes: no CPU
+ * store ever persists it, so the flush engine's policy has nothing to
+ * decide there and nothing is measured.  Not an error (exit 0): a script
+ * that calibrates every cache of a host goes on; the reason is printed.
+ */
+static int not_applicable(const char *cache, bool json)
+{
+	static const char why[] = "a cache on the block medium persists with O_DIRECT device "
+	                          "writes (RWF_DSYNC, device flushes), not CPU stores: it has no "
+	                          "flush-engine policy to measure or record";
+
+	if (json) {
+		struct wct_json j;
+
+		wct_json_init(&j, stdout);
+		wct_json_object(&j, NULL, true);
+		wct_json_str(&j, "cache", cache);
+		wct_json_str(&j, "medium", "block");
+		wct_json_bool(&j, "applicable", false);
+		wct_json_str(&j, "reason", why);
+		wct_json_end(&j);
+	} else {
+		printf("%s: nothing to calibrate: %s.\n"
+		       "(`wcctl calibrate` without CACHE measures this machine's CPU stores for caches "
+		       "on pmem.)\n", cache, why);
+	}
+	return WCCTL_OK;
+}
+
 int wcctl_calibrate(int argc, char **argv)
 {
 	const char *cmd = argv[0], *cache = NULL;
 	struct wcadm_policy rec;
+	bool block = false;
 	struct wc_pmem_info info;
 	size_t measured;
 	bool json = false, env_bad;
@@ -114,11 +154,13 @@ int wcctl_calibrate(int argc, char **argv)
 		return ret;
 	if (argc - optind == 1) {
 		cache = argv[optind];
-		ret = read_record(cache, &rec, live, sizeof(live));
+		ret = read_record(cache, &rec, live, sizeof(live), &block);
 		if (ret) {
 			fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 			return WCCTL_FAIL;
 		}
+		if (block)
+			return not_applicable(cache, json);
 	} else {
 		ret = wcctl_positional(cmd, argc, argv, optind, 0, "at most one CACHE");
 		if (ret)

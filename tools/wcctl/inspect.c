@@ -55,7 +55,10 @@ static void check_usage(FILE *f)
 	        "block with one seq.  Uncommitted entries and torn or mismatching records\n"
 	        "are reported as info: recovery drops or erases them.  A cache in use\n"
 	        "(open elsewhere) is read all the same and reported as live; what a read\n"
-	        "racing its owner's commits sees is not judged as damage.\n\n"
+	        "racing its owner's commits sees is not judged as damage.\n"
+	        "A cache on the block medium: the superblock, both state slots, both\n"
+	        "identity slots, then every segment of the ring -- its summary, every record's\n"
+	        "header and data CRC32C, the summary against the records (wcctl(8)).\n\n"
 	        "  --max N   print at most N problems (default 100; 0 = all)\n"
 	        "  --json    one JSON object instead\n"
 	        "  --help\n\n"
@@ -158,6 +161,10 @@ int wcctl_check(int argc, char **argv)
 	if (img.fd < 0) {
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
+	}
+	if (img.block) {
+		wcadm_image_close(&img);
+		return wcctl_blk_check(cmd, argv[optind], pr.max, pr.json);
 	}
 	if (img.live && !pr.json)
 		printf("state: %s: read without writing while its owner works on it\n",
@@ -295,7 +302,8 @@ static void dump_usage(FILE *f)
 	        "List the metadata of a cache image (read only, live or not): the floor, both\n"
 	        "commit records and the commit point, then per entry its index, entry\n"
 	        "offset, origin block, seq, state, data offset, and for a superseded entry\n"
-	        "the entry that holds the newer version.\n\n"
+	        "the entry that holds the newer version.  A cache on the block medium: the\n"
+	        "superblock, state slots, and per segment its summary and its records.\n\n"
 	        "  --all    also list free entries\n"
 	        "  --json   one JSON object instead\n"
 	        "  --help\n");
@@ -319,6 +327,10 @@ int wcctl_dump(int argc, char **argv)
 		return ret;
 
 	ret = wcadm_image_open(&img, argv[optind]);
+	if (img.block) {
+		wcadm_image_close(&img);
+		return wcctl_blk_dump(cmd, argv[optind], all, json);
+	}
 	if (!ret)
 		ret = wcadm_image_classify(&img);
 	if (ret) {

@@ -33,7 +33,7 @@ static const struct wcctl_command commands[] = {
 	{ "check", wcctl_check, "CACHE",
 	  "offline consistency check of a cache image (exit 1 if damaged)" },
 	{ "dump", wcctl_dump, "CACHE [--all]",
-	  "list the metadata entries of a cache image" },
+	  "list the metadata of a cache image (entries; block: segments, records)" },
 	{ "calibrate", wcctl_calibrate, "[--json]",
 	  "measure the flush engine's crossover and show the policy in force" },
 };
@@ -63,8 +63,9 @@ int main(int argc, char **argv)
 		return WCCTL_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("wcctl (libwcache) %d.%d, on-pmem format version %u\n", WCACHE_VERSION_MAJOR,
-		       WCACHE_VERSION_MINOR, WCADM_FORMAT_VERSION);
+		printf("wcctl (libwcache) %d.%d, on-pmem format version %u, block-medium format "
+		       "version %u\n", WCACHE_VERSION_MAJOR, WCACHE_VERSION_MINOR, WCADM_FORMAT_VERSION,
+		       WCADM_BLK_VERSION);
 		return WCCTL_OK;
 	}
 	for (size_t i = 0; i < NCOMMANDS; i++) {

@@ -48,6 +48,10 @@ static int look(const char *cmd, const char *cache, char *recorded, size_t len, 
 		fprintf(stderr, "%s: %s\n", cmd, wc_errmsg());
 		return WCCTL_FAIL;
 	}
+	if (img.block) {
+		wcadm_image_close(&img);
+		return wcctl_blk_look(cmd, cache, recorded, len, dirty, block_size);
+	}
 	if (!ret && img.live) {
 		fprintf(stderr, "%s: %s: close it first\n", cmd, wcctl_live_str(live, sizeof(live), &img));
 		wcadm_image_close(&img);

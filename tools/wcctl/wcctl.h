@@ -56,6 +56,22 @@ void wcctl_print_commit(const struct wcadm_image *img, const char *prefix);
 /* The same as the JSON object `key`. */
 void wcctl_json_commit(struct wct_json *j, const char *key, const struct wcadm_image *img);
 
+/* ---- block.c: the block medium's image (wcadm_blk_*) -------------------- */
+
+/* check, dump and status of a cache on the block medium: the same options,
+ * output kinds and exit statuses as on pmem. */
+int wcctl_blk_check(const char *cmd, const char *path, uint64_t max, bool json);
+int wcctl_blk_dump(const char *cmd, const char *path, bool all, bool json);
+/* `live`: the cache is open elsewhere (read from the image, not opened). */
+int wcctl_blk_status(const char *cmd, const char *cache, const char *origin, struct wc_config *cfg,
+                     bool live, bool json);
+/* What `wcctl create` prints once a cache on the block medium is made. */
+int wcctl_blk_created(const char *cmd, const char *cache, const char *origin,
+                      const struct wc_stats *st, uint32_t bs, uint64_t addressable);
+/* set-origin's look at the image: recorded identity and dirty blocks. */
+int wcctl_blk_look(const char *cmd, const char *cache, char *recorded, size_t len, uint64_t *dirty,
+                   uint32_t *block_size);
+
 /* ---- util.c ----------------------------------------------------------- */
 
 /* 36 characters + NUL. */
