@@ -150,40 +150,52 @@ static void finish(struct wc_cache *c, const struct wb_item *it, unsigned n, boo
 	wc_free_batch(c, dead, n_dead);
 }
 
-/* Read a batch from the device (runs contiguous there as one read) and
- * write it to the origin (runs contiguous there as one request). */
-static int write_batch(struct wc_cache *c, const struct wb_item *it, unsigned n)
+/* Read a window of the segment -- from the first item's data to the last's,
+ * headers and superseded versions included: one large sequential read costs
+ * less than one small read per version (a version's neighbour on the
+ * device is the next record's header, never its data; one 4 KiB pread per
+ * version drained 12 MB/s where raw libaio wrote 227) -- and write its
+ * items to the origin, runs contiguous there as one request.  Returns the
+ * items taken (they fit the buffer), or -errno. */
+static int write_window(struct wc_cache *c, const struct wb_item *it, unsigned n)
 {
 	struct wc_blk *b = c->blk;
 	uint32_t bs = c->layout.block_size;
 	struct wc_origin_range r[WB_MAX_BLOCKS];
-	unsigned nr = 0;
+	unsigned nr = 0, k = 1;
 	char *buf = b->wb.buf;
+	uint64_t base = it[0].where;
 	int ret;
 
-	for (unsigned i = 0, j; i < n; i = j) {
-		for (j = i + 1; j < n && it[j].where == it[j - 1].where + bs; j++)
-			;
-		ret = wc_blk_pread(c, buf + (size_t)i * bs, (size_t)(j - i) * bs, it[i].where,
-		                   "write-back read");
-		if (ret)
-			return ret;
-	}
-	for (unsigned i = 0; i < n; i++) {
+	while (k < n && k < WB_MAX_BLOCKS && it[k].where > it[k - 1].where &&
+	       it[k].where + bs - base <= b->wb.buf_len)
+		k++;
+	ret = wc_blk_pread(c, buf, it[k - 1].where + bs - base, base, "write-back read");
+	if (ret)
+		return ret;
+	for (unsigned i = 0; i < k; i++) {
+		/* Packed to the front, in order (each moves down, never over
+		 * one not yet moved): a run of origin blocks written one after
+		 * the other becomes one origin request. */
+		char *data = buf + (size_t)i * bs;
+
+		if (it[i].where - base != (size_t)i * bs)
+			memmove(data, buf + (it[i].where - base), bs);
+
 		if (nr && r[nr - 1].offset + r[nr - 1].len == (it[i].origin << c->block_shift) &&
-		    (char *)r[nr - 1].buf + r[nr - 1].len == buf + (size_t)i * bs &&
+		    (char *)r[nr - 1].buf + r[nr - 1].len == data &&
 		    r[nr - 1].len < ((size_t)c->cfg.writeback_max_io_kib << 10)) {
 			r[nr - 1].len += bs;
 			continue;
 		}
-		r[nr++] = (struct wc_origin_range){ buf + (size_t)i * bs, bs, it[i].origin << c->block_shift };
+		r[nr++] = (struct wc_origin_range){ data, bs, it[i].origin << c->block_shift };
 	}
 	ret = wc_origin_rw_many(&c->origin, WC_ORIGIN_WRITE, r, nr);
-	if (!ret) {
-		b->wb.ios += nr;
-		b->wb.bytes += (uint64_t)n * bs;
-	}
-	return ret;
+	if (ret)
+		return ret;
+	b->wb.ios += nr;
+	b->wb.bytes += (uint64_t)k * bs;
+	return (int)k;
 }
 
 static void note_failure(struct wc_cache *c, int err)
@@ -233,13 +245,21 @@ static int writeback_segment(struct wc_cache *c)
 			return ret;
 		if (!sg->summarized)
 			return 0;
+		ret = 0; /* the count of summaries written */
 	}
 	it = malloc(sg->n_live * sizeof(*it) + 1);
 	if (!it)
 		return wc_err(-ENOMEM, "%s: write-back list", c->cache_path);
 	n = collect(c, sg, it);
-	for (unsigned i = 0; i < n && !ret; i += WB_MAX_BLOCKS)
-		ret = write_batch(c, it + i, n - i < WB_MAX_BLOCKS ? n - i : WB_MAX_BLOCKS);
+	for (unsigned i = 0; i < n;) {
+		int k = write_window(c, it + i, n - i);
+
+		if (k < 0) {
+			ret = k;
+			break;
+		}
+		i += (unsigned)k;
+	}
 	if (!ret && n)
 		ret = wc_origin_flush(&c->origin);
 	finish(c, it, n, ret == 0);
@@ -399,7 +419,8 @@ static void *wb_thread(void *arg)
 int wc_blk_wb_start(struct wc_cache *c)
 {
 	struct wc_blk *b = c->blk;
-	size_t len = (size_t)WB_MAX_BLOCKS * c->layout.block_size;
+	/* A window of WB_MAX_BLOCKS versions with their record headers. */
+	size_t len = (size_t)WB_MAX_BLOCKS * c->layout.block_size + 2u * (1u << 20);
 	int ret;
 
 	b->wb.buf = wc_blk_alloc_buf(c, len);
