@@ -290,11 +290,15 @@ ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t o
 	unsigned max = WC_BLK_REC_MAX_BYTES / bs < WC_BLK_REC_MAX_BLOCKS ? WC_BLK_REC_MAX_BYTES / bs
 	                                                                  : WC_BLK_REC_MAX_BLOCKS;
 	uint64_t block = offset >> c->block_shift, end = block + (len >> c->block_shift);
+	uint64_t fits = (b->g.seg_data_bytes - b->g.lba) / bs;
 	const char *src = buf;
 	bool dsync = fua && c->cfg.fua;
 	int ret;
 
-	(void)b;
+	/* A record must also fit an empty segment: a small cache's segments
+	 * (64 KiB) hold fewer blocks than one record may name. */
+	if (fits < max)
+		max = (unsigned)fits;
 	while (block < end) {
 		unsigned n = end - block < max ? (unsigned)(end - block) : max;
 
