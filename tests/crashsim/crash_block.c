@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1111,6 +1112,8 @@ int blk_run(const char *workload, const struct blk_opts *o, struct blk_result *r
 	 * heap, not mapped and unmapped each time (most of the sweep's time). */
 	mallopt(M_MMAP_THRESHOLD, 64 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	/* Nor each of its mappings faulted in as a 2 MiB page to zero. */
+	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
