@@ -226,6 +226,7 @@ struct bdrv {
 	bool formatting;
 	bool threaded;
 	uint64_t verified;
+	uint64_t points;             /* crash points seen (device lock) */
 	uint64_t reclaimed;          /* segments reclaimed, over every open */
 	uint64_t n_segments;
 	uint64_t old_gen;            /* durable_gen of the last OLD image (device lock) */
@@ -384,8 +385,13 @@ static void workload_point(void *ctx, struct blkdev *dev, enum blkdev_event ev, 
 	if (d->o->trace)
 		fprintf(d->o->trace, "  %s %" PRIu64 "+%" PRIu64 "%s (%s)\n", event_name(ev), off, len,
 		        dsync ? " dsync" : "", tl_op[0] ? tl_op : "write-back thread");
-	if (!n)
+	if (!n || (d->formatting && !d->wl->crash_format))
 		return;
+	if (d->o->point_every > 1 && ++d->points % d->o->point_every != 0) {
+		/* A point skipped: its OLD image is still to take. */
+		d->have_old = false;
+		return;
+	}
 	snprintf(label, sizeof(label), "%s op %" PRIu64 " (%s) %s %" PRIu64 "+%" PRIu64 "%s",
 	         d->wl->name, (uint64_t)d->ops, tl_op[0] ? tl_op : "write-back thread",
 	         event_name(ev), off, len, dsync ? " dsync" : "");
@@ -1243,7 +1249,8 @@ void blk_sweep(const char *workload, uint64_t images, struct blk_opts *o, struct
 int blk_rerun(const char *line, FILE *log, char *why, size_t why_len)
 {
 	static const char *const keys[] = { "seed", "images", "random-per-point", "recovery-every",
-	                                    "probe-every", "sabotage-flush", "sabotage-dsync" };
+	                                    "probe-every", "sabotage-flush", "sabotage-dsync",
+	                                    "point-every" };
 	enum { NKEYS = sizeof(keys) / sizeof(keys[0]), NREQUIRED = 5 };
 	uint64_t val[NKEYS] = { 0 };
 	bool seen[NKEYS] = { false };
@@ -1300,6 +1307,7 @@ int blk_rerun(const char *line, FILE *log, char *why, size_t why_len)
 	o.probe_every = (unsigned)val[4];
 	o.sabotage_flush_every = (unsigned)val[5];
 	o.sabotage_dsync_every = (unsigned)val[6];
+	o.point_every = (unsigned)val[7];
 	blk_sweep(strcmp(wl, "all") == 0 ? NULL : wl, val[1], &o, &r);
 	snprintf(why, why_len, "rerun of block workload %s seed %" PRIu64 " images %" PRIu64
 	         ": images=%" PRIu64 " violations=%" PRIu64 " (recovery %" PRIu64 ", probes %" PRIu64

@@ -35,6 +35,7 @@ struct blk_opts {
 	uint64_t seed;
 	uint64_t max_images;        /* stop capturing after this many (0 = no limit) */
 	unsigned random_per_point;  /* random images of each kind per crash point (0 = 1) */
+	unsigned point_every;       /* only every Nth crash point yields images (0, 1 = all) */
 	unsigned recovery_every;    /* crash the recovery of every Nth image (0 = never) */
 	unsigned probe_every;       /* write + reopen probe on every Nth image (0 = never) */
 	unsigned sabotage_flush_every; /* every Nth device flush makes nothing durable */

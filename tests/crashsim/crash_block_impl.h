@@ -31,6 +31,7 @@ struct blk_workload {
 	bool lba4k;            /* the cache file where O_DIRECT asks 4096 (else 512) */
 	uint32_t tear;         /* the device's tear unit */
 	unsigned threads;      /* writers (0: one, no_threads, replayable) */
+	bool crash_format;     /* crash points inside wc_create too (else from the first call on) */
 	int (*run)(struct bdrv *d);
 };
 

@@ -176,23 +176,23 @@ static int wl_threads(struct bdrv *d)
 
 static const struct blk_workload workloads[] = {
 	{ "format", "format, first writes, FUA, close, reopen (512-byte blocks and sectors)",
-	  512, 64, 1 * MIB, false, 512, 0, wl_format },
+	  512, 64, 1 * MIB, false, 512, 0, true, wl_format },
 	{ "mix", "random mix, 512-byte blocks and logical blocks, 256 blocks before 15 segments",
-	  512, 256, 1 * MIB, false, 512, 0, wl_mix },
+	  512, 256, 1 * MIB, false, 512, 0, false, wl_mix },
 	{ "mix4k", "random mix, 4 KiB blocks, 4 KiB logical blocks, tears at 4096",
-	  4096, 64, 1 * MIB, true, 4096, 0, wl_mix },
+	  4096, 64, 1 * MIB, true, 4096, 0, false, wl_mix },
 	{ "torn4k", "random mix, 4 KiB logical blocks torn at 512 bytes inside them",
-	  4096, 64, 1 * MIB, true, 512, 0, wl_mix },
+	  4096, 64, 1 * MIB, true, 512, 0, false, wl_mix },
 	{ "bs4k-lba512", "random mix, 4 KiB blocks on 512-byte logical blocks, 2 MiB",
-	  4096, 96, 2 * MIB, false, 512, 0, wl_mix },
+	  4096, 96, 2 * MIB, false, 512, 0, false, wl_mix },
 	{ "wrap", "sequential runs wrapping the ring, reopen and continue",
-	  512, 192, 1 * MIB, false, 512, 0, wl_wrap },
+	  512, 192, 1 * MIB, false, 512, 0, false, wl_wrap },
 	{ "overwrite", "six blocks overwritten, discarded, FUA and not, reopened",
-	  512, 16, 1 * MIB, false, 512, 0, wl_overwrite },
+	  512, 16, 1 * MIB, false, 512, 0, false, wl_overwrite },
 	{ "threads", "3 writers and the write-back thread, 512-byte blocks",
-	  512, 240, 1 * MIB, false, 512, 3, wl_threads },
+	  512, 240, 1 * MIB, false, 512, 3, false, wl_threads },
 	{ "threads4k", "3 writers and the write-back thread, 4 KiB blocks torn at 512",
-	  4096, 60, 1 * MIB, true, 512, 3, wl_threads },
+	  4096, 60, 1 * MIB, true, 512, 3, false, wl_threads },
 };
 
 #define NWORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
