@@ -234,12 +234,14 @@ static int write_record(struct wc_cache *c, const char *src, uint64_t block, uns
 		wc_blk_record_done(c, &r);
 		return ret;
 	}
-	publish(c, idx, block, n, r.seq, r.off + lba);
+	/* Counted before it is published: once it supersedes a version, a
+	 * flush (reclaim's) must cover it. */
 	if (!dsync) {
 		atomic_fetch_add_explicit(&b->written, 1, memory_order_release);
 		if (atomic_fetch_add_explicit(&b->unflushed_blocks, n, memory_order_relaxed) == 0)
 			atomic_store_explicit(&b->first_unflushed_ms, wc_now_ms(c), memory_order_relaxed);
 	}
+	publish(c, idx, block, n, r.seq, r.off + lba);
 	atomic_fetch_add_explicit(&b->st.records, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&b->st.record_bytes, lba + (uint64_t)n * bs, memory_order_relaxed);
 	wc_blk_record_done(c, &r);
