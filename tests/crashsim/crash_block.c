@@ -911,6 +911,8 @@ int bd_write(struct bthr *t, uint64_t first, uint64_t count, bool fua)
 	pthread_mutex_lock(&d->m.lock);
 	v = model_add(&d->m, first, count, false, idx);
 	pthread_mutex_unlock(&d->m.lock);
+	if (d->o->trace)
+		fprintf(d->o->trace, "  version %" PRIu64 "\n", v);
 	for (uint64_t i = 0; i < count; i++)
 		wc_pattern_fill(t->buf + i * bs, bs, first + i, v);
 	ret = wc_write(d->c, t->buf, count * bs, first * bs, fua ? WC_FUA : 0);
