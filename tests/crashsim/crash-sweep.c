@@ -42,7 +42,8 @@ static void usage(FILE *f)
 	        "       crash-sweep --list\n"
 	        "       crash-sweep --medium block [--images N] [--seed S] [--workload NAME|all]\n"
 	        "                   [--random-per-point R] [--recovery-every K] [--probe-every K]\n"
-	        "                   [--sabotage-flush N] [--sabotage-dsync N] [--dump DIR] [-v]\n"
+	        "                   [--sabotage-flush N] [--sabotage-dsync N] [--point-every N]\n"
+	        "                   [--dump DIR] [-v]\n"
 	        "defaults: --images 10000 --seed 1 --random-per-point 2 --written-per-mille 50\n"
 	        "          --recovery-every 4 --probe-every 16; all workloads in turn\n"
 	        "workloads:");
@@ -78,12 +79,14 @@ static double now_s(void)
 /* The block medium's sweep (crash_block.h), with crash-sweep's options
  * that mean something there. */
 static int block_sweep(const struct crash_opts *co, const char *workload, uint64_t images,
-                       unsigned sab_flush, unsigned sab_dsync, bool verbose)
+                       unsigned sab_flush, unsigned sab_dsync, unsigned point_every,
+                       bool verbose)
 {
 	struct blk_opts o = {
 		.seed = co->seed, .random_per_point = co->random_per_point ? co->random_per_point : 1,
 		.recovery_every = co->recovery_every, .probe_every = co->probe_every,
 		.sabotage_flush_every = sab_flush, .sabotage_dsync_every = sab_dsync,
+		.point_every = point_every,
 		.dump_dir = co->dump_dir, .log = stderr, .trace = co->trace,
 	};
 	struct blk_result r = { 0 };
@@ -129,6 +132,7 @@ int main(int argc, char **argv)
 		{ "medium", required_argument, NULL, 'm' },
 		{ "sabotage-flush", required_argument, NULL, 'F' },
 		{ "sabotage-dsync", required_argument, NULL, 'D' },
+		{ "point-every", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct crash_opts o = {
@@ -139,11 +143,11 @@ int main(int argc, char **argv)
 	const char *workload = NULL, *replay = NULL;
 	uint64_t images = 10000, v, first_seed;
 	bool verbose = false, block = false;
-	unsigned sab_flush = 0, sab_dsync = 0;
+	unsigned sab_flush = 0, sab_dsync = 0, point_every = 0;
 	double t0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:s:w:d:r:p:R:P:S:y:tlvhm:F:D:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:s:w:d:r:p:R:P:S:y:tlvhm:F:D:E:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_u64(optarg, "--images", &images) || images == 0)
@@ -159,6 +163,11 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			block = strcmp(optarg, "block") == 0;
+			break;
+		case 'E':
+			if (parse_u64(optarg, "--point-every", &v) || v > UINT32_MAX)
+				return 2;
+			point_every = (unsigned)v;
 			break;
 		case 'F':
 		case 'D':
@@ -246,7 +255,7 @@ int main(int argc, char **argv)
 	}
 
 	if (block || (workload && !crash_workload_about(workload)))
-		return block_sweep(&o, workload, images, sab_flush, sab_dsync, verbose);
+		return block_sweep(&o, workload, images, sab_flush, sab_dsync, point_every, verbose);
 	if (sab_flush || sab_dsync) {
 		fprintf(stderr, "crash-sweep: --sabotage-flush and --sabotage-dsync are for --medium block\n");
 		return 2;
