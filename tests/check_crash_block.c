@@ -83,9 +83,6 @@ START_TEST(test_wrap)
 END_TEST
 START_TEST(test_overwrite) { sweep("overwrite", 6, 500, 5); }
 END_TEST
-/* Writers on threads beside the write-back thread (not replayable). */
-START_TEST(test_threads) { sweep("threads", 7, 400, 8); }
-END_TEST
 
 /* The sweep must be able to fail: a device whose every other flush, or
  * every other synced write, makes nothing durable loses acknowledged
@@ -220,7 +217,6 @@ static Suite *crash_block_suite(void)
 	tcase_add_test(tc, test_torn4k);
 	tcase_add_test(tc, test_wrap);
 	tcase_add_test(tc, test_overwrite);
-	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_catches_lost_flush);
 	tcase_add_test(tc, test_catches_lost_dsync);
 	tcase_add_test(tc, test_rerun_lines);
