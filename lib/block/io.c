@@ -296,13 +296,15 @@ static int write_record(struct wc_cache *c, const char *src, uint64_t block, uns
 		wc_blk_record_done(c, &r);
 		return ret;
 	}
-	publish(c, idx, block, n, r.seq, r.off + lba, 0);
+	/* Counted before it is published: once it supersedes a version, a
+	 * flush (reclaim's) must cover it. */
 	if (dsync) {
 		atomic_fetch_add_explicit(&b->st.records, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&b->st.record_bytes, lba + (uint64_t)n * bs, memory_order_relaxed);
 	} else {
 		wc_blk_record_written(c, n, lba + (size_t)n * bs);
 	}
+	publish(c, idx, block, n, r.seq, r.off + lba, 0);
 	wc_blk_record_done(c, &r);
 	return (int)n;
 }
@@ -351,11 +353,15 @@ ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t o
 	unsigned max = WC_BLK_REC_MAX_BYTES / bs < WC_BLK_REC_MAX_BLOCKS ? WC_BLK_REC_MAX_BYTES / bs
 	                                                                  : WC_BLK_REC_MAX_BLOCKS;
 	uint64_t block = offset >> c->block_shift, end = block + (len >> c->block_shift);
+	uint64_t fits = (b->g.seg_data_bytes - b->g.lba) / bs;
 	const char *src = buf;
 	bool dsync = fua && c->cfg.fua;
 	int ret;
 
-	(void)b;
+	/* A record must also fit an empty segment: a small cache's segments
+	 * (64 KiB) hold fewer blocks than one record may name. */
+	if (fits < max)
+		max = (unsigned)fits;
 	while (block < end) {
 		unsigned n = end - block < max ? (unsigned)(end - block) : max;
 

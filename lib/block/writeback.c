@@ -326,9 +326,14 @@ static int reclaim_tail(struct wc_cache *c)
 		}
 	}
 	wc_free_batch(c, dead, n_dead);
+	/* Write-back skipped the versions a newer record superseded: that
+	 * record must be durable before the segment's copy is gone (a crash
+	 * would bring back the origin's older version of the block). */
+	ret = wc_blk_flush(c, false);
 	/* The entries are free (their generations moved) before the new tail
 	 * is durable and the segment can be written again. */
-	ret = wc_blk_state_write(c, 0, sg->seg + 1);
+	if (!ret)
+		ret = wc_blk_state_write(c, 0, sg->seg + 1);
 	if (ret) {
 		wc_set_error(c, -EIO, wc_errmsg());
 		return ret;

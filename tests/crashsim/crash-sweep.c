@@ -11,6 +11,11 @@
  *   crash-sweep --replay tests/crash-regressions/NAME   (an image, or a
  *                                                       rerun.txt sweep)
  *   crash-sweep --sabotage 3 --images 500   (must report violations)
+ *   crash-sweep --medium block --images 300000 --workload all
+ *                  (the block medium on a simulated disk, crash_block.h;
+ *                  without --workload its single-thread workloads, which
+ *                  replay; "all" adds the threaded ones)
+ *   crash-sweep --medium block --sabotage-flush 3   (must report violations)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "crash_block.h"
 #include "crash_run.h"
 #include "testutil.h"
 
@@ -34,10 +40,17 @@ static void usage(FILE *f)
 	        "                   [--trace] [-v]\n"
 	        "       crash-sweep --replay DIR   (DIR/rerun.txt names its own options)\n"
 	        "       crash-sweep --list\n"
+	        "       crash-sweep --medium block [--images N] [--seed S] [--workload NAME|all]\n"
+	        "                   [--random-per-point R] [--recovery-every K] [--probe-every K]\n"
+	        "                   [--sabotage-flush N] [--sabotage-dsync N] [--point-every N]\n"
+	        "                   [--dump DIR] [-v]\n"
 	        "defaults: --images 10000 --seed 1 --random-per-point 2 --written-per-mille 50\n"
 	        "          --recovery-every 4 --probe-every 16; all workloads in turn\n"
 	        "workloads:");
 	for (; *names; names++)
+		fprintf(f, " %s", *names);
+	fprintf(f, "\nblock workloads:");
+	for (names = blk_workloads(); *names; names++)
 		fprintf(f, " %s", *names);
 	fprintf(f, "\n");
 }
@@ -63,6 +76,42 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The block medium's sweep (crash_block.h), with crash-sweep's options
+ * that mean something there. */
+static int block_sweep(const struct crash_opts *co, const char *workload, uint64_t images,
+                       unsigned sab_flush, unsigned sab_dsync, unsigned point_every,
+                       bool verbose)
+{
+	struct blk_opts o = {
+		.seed = co->seed, .random_per_point = co->random_per_point ? co->random_per_point : 1,
+		.recovery_every = co->recovery_every, .probe_every = co->probe_every,
+		.sabotage_flush_every = sab_flush, .sabotage_dsync_every = sab_dsync,
+		.point_every = point_every,
+		.dump_dir = co->dump_dir, .log = stderr, .trace = co->trace,
+	};
+	struct blk_result r = { 0 };
+	uint64_t first_seed = o.seed;
+	double t0 = now_s();
+
+	if (workload && strcmp(workload, "all") != 0 && !blk_workload_about(workload)) {
+		fprintf(stderr, "crash-sweep: --workload: no block workload '%s'\n", workload);
+		return 2;
+	}
+	o.verbose = verbose;
+	blk_sweep(workload, images, &o, &r);
+	printf("images=%" PRIu64 " violations=%" PRIu64 "\n", r.images, r.violations);
+	printf("medium=block recovery_images=%" PRIu64 " refused_torn_formats=%" PRIu64 " probes=%"
+	       PRIu64 " workload_calls=%" PRIu64 " device_writes=%" PRIu64 " dsync_writes=%" PRIu64
+	       " device_flushes=%" PRIu64 " segments_reclaimed=%" PRIu64 " skipped_points=%" PRIu64
+	       " seeds=%" PRIu64 "..%" PRIu64 " seconds=%.1f errors=%" PRIu64 "\n",
+	       r.recovery_images, r.refused, r.probes, r.calls, r.device_writes, r.dsync_writes,
+	       r.device_flushes, r.segments_reclaimed, r.skipped, first_seed,
+	       o.seed - 1, now_s() - t0, r.errors);
+	if (r.errors)
+		return 2;
+	return r.violations ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -80,6 +129,10 @@ int main(int argc, char **argv)
 		{ "list", no_argument, NULL, 'l' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "medium", required_argument, NULL, 'm' },
+		{ "sabotage-flush", required_argument, NULL, 'F' },
+		{ "sabotage-dsync", required_argument, NULL, 'D' },
+		{ "point-every", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct crash_opts o = {
@@ -89,11 +142,12 @@ int main(int argc, char **argv)
 	struct crash_result r = { 0 };
 	const char *workload = NULL, *replay = NULL;
 	uint64_t images = 10000, v, first_seed;
-	bool verbose = false;
+	bool verbose = false, block = false;
+	unsigned sab_flush = 0, sab_dsync = 0, point_every = 0;
 	double t0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:s:w:d:r:p:R:P:S:y:tlvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:s:w:d:r:p:R:P:S:y:tlvhm:F:D:E:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_u64(optarg, "--images", &images) || images == 0)
@@ -103,8 +157,28 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, "--seed", &o.seed))
 				return 2;
 			break;
+		case 'm':
+			if (strcmp(optarg, "block") != 0 && strcmp(optarg, "pmem") != 0) {
+				fprintf(stderr, "crash-sweep: --medium: pmem or block, not '%s'\n", optarg);
+				return 2;
+			}
+			block = strcmp(optarg, "block") == 0;
+			break;
+		case 'E':
+			if (parse_u64(optarg, "--point-every", &v) || v > UINT32_MAX)
+				return 2;
+			point_every = (unsigned)v;
+			break;
+		case 'F':
+		case 'D':
+			if (parse_u64(optarg, c == 'F' ? "--sabotage-flush" : "--sabotage-dsync", &v) ||
+			    v == 0 || v > UINT32_MAX)
+				return 2;
+			*(c == 'F' ? &sab_flush : &sab_dsync) = (unsigned)v;
+			break;
 		case 'w':
-			if (!crash_workload_about(optarg)) {
+			if (!crash_workload_about(optarg) && !blk_workload_about(optarg) &&
+			    strcmp(optarg, "all") != 0) {
 				fprintf(stderr, "crash-sweep: --workload: unknown workload '%s'\n", optarg);
 				usage(stderr);
 				return 2;
@@ -180,6 +254,12 @@ int main(int argc, char **argv)
 		return ret ? 1 : 0;
 	}
 
+	if (block || (workload && !crash_workload_about(workload)))
+		return block_sweep(&o, workload, images, sab_flush, sab_dsync, point_every, verbose);
+	if (sab_flush || sab_dsync) {
+		fprintf(stderr, "crash-sweep: --sabotage-flush and --sabotage-dsync are for --medium block\n");
+		return 2;
+	}
 	t0 = now_s();
 	first_seed = o.seed;
 	/* rerun_sweep() in crash_run.c repeats this loop for the rerun.txt

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crash_block.h"
 #include "crash_run_impl.h"
 #include "core/format.h"
 
@@ -326,11 +327,36 @@ static void rerun_sweep(const struct rerun_spec *spec, struct crash_opts *o, str
 	}
 }
 
+/* A sweep of the block medium (crash_block.h) names its medium first. */
+static bool rerun_is_block(const char *path, char *line, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	bool yes = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, (int)len, f)) {
+		char first[8];
+
+		if (sscanf(line, " %7s", first) != 1 || first[0] == '#')
+			continue;
+		yes = strcmp(first, "medium") == 0;
+		break;
+	}
+	fclose(f);
+	return yes;
+}
+
 static int rerun(const char *path, const char *scratch_dir, FILE *log, char *why, size_t why_len)
 {
 	struct rerun_spec spec = { .workload = "" };
 	struct crash_result r = { 0 };
-	int ret = rerun_read(path, &spec, why, why_len);
+	char line[512];
+	int ret;
+
+	if (rerun_is_block(path, line, sizeof(line)))
+		return blk_rerun(line, log, why, why_len);
+	ret = rerun_read(path, &spec, why, why_len);
 
 	if (ret)
 		return ret;
