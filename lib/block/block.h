@@ -73,7 +73,7 @@ struct wc_blk_resv {
 
 /* A record of a write without FUA, from its build to its completion
  * (aio.c). */
-#define WC_BLK_AIO_SLOTS 64u
+#define WC_BLK_AIO_SLOTS 128u
 struct wc_blk_aslot {
 	struct iocb iocb;
 	char *buf;               /* header + data, aligned */
