@@ -1,0 +1,751 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fuzz_block.c -- fuzzed recovery of the block medium: the input overwrites
+ * parts of a valid small block-medium image (superblock, state slots, the
+ * heads of the identity slots, record headers and the first bytes of their
+ * data, segment summaries), and wc_open_origin must either refuse it with a
+ * negative errno and a message or give a cache that reads, writes, flushes,
+ * writes back, closes and reopens -- never crash, hang or trip ASan/UBSan.
+ *
+ * The template: 576 KiB, 4 segments of 128 KiB with 4 KiB blocks (the
+ * smallest ring a 4 KiB logical block allows), written by a fixed workload
+ * of plain and FUA writes and discards that wraps the ring (write-back,
+ * reclaim, state slots of later generations) and captured while the cache
+ * is open, as a crash leaves it: summarized segments and the open one
+ * without summary.  Its cache_id, uuid and times are then made fixed (CRCs
+ * recomputed), so the same input means the same image in every run and
+ * the seeds can be kept.
+ *
+ * Input: byte 0 = flags, the rest overwrites the image's windows in order
+ * (window_list(): superblock, state slots, identity heads, then per record
+ * its header and the first data bytes, then per segment its summary head
+ * and entries); a short input changes a prefix.  Flags, applied after:
+ *   bit 0  recompute the superblock CRC
+ *   bit 1  restore the superblock's magic and version and the identity slots
+ *   bit 2  recompute both state slots' CRCs
+ *   bit 3  recompute the data CRC of each windowed record (from its count)
+ *   bit 4  recompute the header CRC of each windowed record
+ *   bit 5  recompute each summary's CRC (when its n fits the summary)
+ * so that the fuzzer reaches the checks behind each CRC.
+ *
+ * The file is on WC_FUZZ_DIR (run-fuzz: a tmpfs folder, where the library
+ * runs without O_DIRECT if refused; the executions stay fast).
+ *
+ * Builds: libFuzzer (tests/run-fuzz --target block), and the replay
+ * (WC_FUZZ_REPLAY with fuzz_replay.c: make check replays
+ * tests/fuzz-corpus-block; --make-corpus DIR writes its seeds; --describe
+ * prints the template).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crash_model.h"
+#include "fault_origin.h"
+#include "block/format.h"
+#include "core/format.h"
+#include "util/crc32c.h"
+#include "wcache.h"
+#ifdef WC_FUZZ_REPLAY
+#include "fuzz_replay.h"
+#endif
+
+#define BS 4096u
+#define ORIGIN_BLOCKS 64u
+#define IMAGE_BYTES (576u << 10)
+#define MAX_RECS 32u
+#define REC_HEAD 112u           /* the fixed header and 8 origin numbers */
+#define REC_DATA 16u            /* data bytes windowed after each header */
+#define ID_HEAD 64u             /* of each identity slot: up to its id string */
+#define FIXED_CACHE_ID 0x5eed0fb10c0ca5e1ull
+
+enum {
+	FIX_SB_CRC = 1, FIX_MAGIC = 2, FIX_STATE_CRC = 4, FIX_DATA_CRC = 8, FIX_REC_CRC = 16,
+	FIX_SUM_CRC = 32,
+};
+
+struct window {
+	uint64_t off;
+	uint32_t len;
+};
+
+static char image_path[PATH_MAX];
+static int image_fd = -1;
+static uint8_t *template_img;
+static uint8_t *origin_img;
+static uint8_t *io_buf;
+static struct wc_blk_sb tsb;    /* the template's superblock */
+static struct wc_blk_geom tg;   /* and geometry */
+static struct window windows[8 + MAX_RECS * 2 + 64];
+static unsigned n_windows, n_recs;
+static uint64_t rec_off[MAX_RECS];
+static size_t windows_len;
+static char last_outcome[200];
+
+static void remove_image(void)
+{
+	unlink(image_path);
+}
+
+static void die(const char *what, long ret)
+{
+	fprintf(stderr, "fuzz_block setup: %s: %ld %s\n", what, ret, wc_errmsg());
+	abort();
+}
+
+static int origin_new(struct fault_origin **fo)
+{
+	int ret = fault_origin_create(fo, ORIGIN_BLOCKS * BS, BS);
+
+	if (!ret)
+		ret = fault_origin_load(*fo, origin_img, ORIGIN_BLOCKS * BS, 0);
+	return ret;
+}
+
+static void config(struct wc_config *cfg)
+{
+	wc_config_init(cfg);
+	cfg->no_threads = true;
+	cfg->autocommit_ms = 3600 * 1000;
+	cfg->max_age_ms = 0;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+static void add_window(uint64_t off, uint32_t len)
+{
+	windows[n_windows++] = (struct window){ off, len };
+	windows_len += len;
+}
+
+/* ---- the template ---- */
+
+static void set_rec_crc(uint8_t *img, uint64_t off)
+{
+	struct wc_blk_rec *r = (struct wc_blk_rec *)(img + off);
+
+	r->crc = wc_blk_rec_crc(r, tg.lba);
+}
+
+static void set_sum_crc(uint8_t *img, uint64_t seg_slot)
+{
+	struct wc_blk_sum_head *h =
+		(struct wc_blk_sum_head *)(img + tg.seg_start + seg_slot * tg.seg_bytes + tg.seg_data_bytes);
+
+	if (h->n <= tg.sum_cap)
+		h->crc = wc_blk_sum_crc(h, (const struct wc_blk_sum_ent *)(h + 1));
+}
+
+/* Fixed identity and times, so that the template is the same bytes in
+ * every run (the records and summaries name the cache_id). */
+static void normalize(uint8_t *img)
+{
+	struct wc_blk_sb *sb = (struct wc_blk_sb *)img;
+	uint64_t old = sb->cache_id;
+
+	memset(sb->uuid, 0x5e, sizeof(sb->uuid));
+	sb->cache_id = FIXED_CACHE_ID;
+	sb->format_time = 0;
+	sb->crc = wc_blk_sb_crc(sb);
+	for (unsigned i = 0; i < 2; i++) {
+		struct wc_blk_state *st = (struct wc_blk_state *)(img + WC_BLK_STATE_OFFSET + i * WC_BLK_UNIT);
+		struct wc_pmem_origin_id *id = (struct wc_pmem_origin_id *)(img + WC_BLK_ID_OFFSET +
+		                                                            i * WC_BLK_UNIT);
+
+		if (st->magic == WC_BLK_STATE_MAGIC) {
+			st->time = 0;
+			st->crc = wc_blk_state_crc(st);
+		}
+		if (id->magic == WC_ORIGIN_ID_MAGIC) {
+			id->time = 0;
+			id->crc = wc_origin_id_crc(id);
+		}
+	}
+	for (uint64_t s = 0; s < tg.n_segments; s++) {
+		uint8_t *seg = img + tg.seg_start + s * tg.seg_bytes;
+		struct wc_blk_sum_head *h = (struct wc_blk_sum_head *)(seg + tg.seg_data_bytes);
+
+		for (uint64_t pos = 0; pos + tg.lba <= tg.seg_data_bytes; pos += tg.lba) {
+			struct wc_blk_rec *r = (struct wc_blk_rec *)(seg + pos);
+
+			if (r->magic == WC_BLK_REC_MAGIC && r->cache_id == old &&
+			    r->crc == wc_blk_rec_crc(r, tg.lba)) {
+				r->cache_id = FIXED_CACHE_ID;
+				r->crc = wc_blk_rec_crc(r, tg.lba);
+			}
+		}
+		if (h->magic == WC_BLK_SUM_MAGIC && h->cache_id == old) {
+			h->cache_id = FIXED_CACHE_ID;
+			set_sum_crc(img, s);
+		}
+	}
+}
+
+/* Where the input goes: the fixed parts, then each valid record of the
+ * template (in ring order of segments), then each segment's summary. */
+static void window_list(void)
+{
+	add_window(0, WC_BLK_SB_CRC_END + 8);
+	add_window(WC_BLK_STATE_OFFSET, sizeof(struct wc_blk_state));
+	add_window(WC_BLK_STATE_OFFSET + WC_BLK_UNIT, sizeof(struct wc_blk_state));
+	add_window(WC_BLK_ID_OFFSET, ID_HEAD);
+	add_window(WC_BLK_ID_OFFSET + WC_BLK_UNIT, ID_HEAD);
+	for (uint64_t s = 0; s < tg.n_segments; s++) {
+		uint64_t base = tg.seg_start + s * tg.seg_bytes, pos = 0;
+
+		while (pos + tg.lba <= tg.seg_data_bytes && n_recs < MAX_RECS) {
+			const struct wc_blk_rec *r = (const void *)(template_img + base + pos);
+
+			if (r->magic != WC_BLK_REC_MAGIC || r->cache_id != FIXED_CACHE_ID ||
+			    !wc_blk_rec_valid(r, tg.lba, tg.block_size, FIXED_CACHE_ID, r->seg,
+			                      tg.seg_data_bytes - pos, (const uint8_t *)r + tg.lba)) {
+				pos += tg.lba;
+				continue;
+			}
+			rec_off[n_recs++] = base + pos;
+			add_window(base + pos, REC_HEAD);
+			if (r->count)
+				add_window(base + pos + tg.lba, REC_DATA);
+			pos += tg.lba + (uint64_t)r->count * tg.block_size;
+		}
+	}
+	for (uint64_t s = 0; s < tg.n_segments; s++)
+		add_window(tg.seg_start + s * tg.seg_bytes + tg.seg_data_bytes,
+		           (uint32_t)(sizeof(struct wc_blk_sum_head) + tg.sum_cap * sizeof(struct wc_blk_sum_ent)));
+}
+
+static void write_blocks(wc_cache *c, uint64_t first, unsigned n, uint64_t version, unsigned flags)
+{
+	for (unsigned i = 0; i < n; i++)
+		wc_pattern_fill(io_buf + (size_t)i * BS, BS, first + i, version);
+	if (wc_write(c, io_buf, (size_t)n * BS, first * BS, flags) != (ssize_t)(n * BS))
+		die("template write", -EIO);
+}
+
+/* The valid image every input starts from. */
+static void setup(void)
+{
+	struct fault_origin *fo;
+	struct wc_config cfg;
+	char opts[64];
+	uint64_t rng = 1;
+	wc_cache *c;
+	int ret;
+
+	if (template_img)
+		return;
+	snprintf(image_path, sizeof(image_path), "%s/wcfuzzblk-%d.cache",
+	         getenv("WC_FUZZ_DIR") ? getenv("WC_FUZZ_DIR") : "/dev/shm", (int)getpid());
+	unlink(image_path);
+	atexit(remove_image);
+	origin_img = malloc(ORIGIN_BLOCKS * BS);
+	template_img = malloc(IMAGE_BYTES);
+	if (posix_memalign((void **)&io_buf, 4096, ORIGIN_BLOCKS * BS) || !origin_img || !template_img)
+		die("malloc", -ENOMEM);
+	for (unsigned b = 0; b < ORIGIN_BLOCKS; b++)
+		wc_pattern_fill(origin_img + b * BS, BS, b, 0);
+	if (origin_new(&fo))
+		die("origin", -ENOMEM);
+	config(&cfg);
+	snprintf(opts, sizeof(opts), "medium=block,block_size=%u,cache_size=%u", BS, IMAGE_BYTES);
+	if (wc_config_parse(&cfg, opts))
+		die("config", -EINVAL);
+	ret = wc_create_origin(&c, image_path, fault_origin_origin(fo), &cfg);
+	if (ret)
+		die("wc_create_origin", ret);
+	/* Enough records to wrap the ring of ~60 once: write-back and reclaim
+	 * run (the writer drives them, no_threads), the state moves on. */
+	for (unsigned op = 1; op <= 90; op++) {
+		uint64_t first = rng_next(&rng) % (ORIGIN_BLOCKS - 3), r = rng_next(&rng) % 10;
+		unsigned n = 1 + (unsigned)(rng_next(&rng) % 3);
+
+		if (r == 0) {
+			if (wc_discard(c, first * BS, (uint64_t)n * BS))
+				die("template discard", -EIO);
+		} else {
+			write_blocks(c, first, n, op, r < 3 ? WC_FUA : 0);
+		}
+		if (op % 6 == 0)
+			wc_poll(c, 16);
+	}
+	/* The file as a crash would leave it. */
+	image_fd = open(image_path, O_RDWR | O_CLOEXEC);
+	if (image_fd < 0 || pread(image_fd, template_img, IMAGE_BYTES, 0) != (ssize_t)IMAGE_BYTES)
+		die("reading the template", -errno);
+	wc_close(c);
+	fault_origin_destroy(fo);
+	memcpy(&tsb, template_img, sizeof(tsb));
+	wc_blk_geom_from_sb(&tg, &tsb);
+	if (tsb.magic != WC_BLK_MAGIC || tg.seg_start + tg.n_segments * tg.seg_bytes != IMAGE_BYTES)
+		die("the template is not a block-medium image of the expected size", -EINVAL);
+	normalize(template_img);
+	window_list();
+}
+
+/* ---- one input ---- */
+
+static void fix_data_crc(uint8_t *img, uint64_t off)
+{
+	struct wc_blk_rec *r = (struct wc_blk_rec *)(img + off);
+	uint64_t len = (uint64_t)r->count * tg.block_size;
+
+	if (r->count && r->count <= WC_BLK_REC_MAX_BLOCKS && off + tg.lba + len <= IMAGE_BYTES)
+		r->data_crc = wc_crc32c(0, img + off + tg.lba, len);
+}
+
+static void apply(uint8_t *img, const uint8_t *data, size_t size)
+{
+	unsigned flags = data[0];
+	size_t at = 1;
+
+	memcpy(img, template_img, IMAGE_BYTES);
+	for (unsigned i = 0; i < n_windows && at < size; i++) {
+		size_t n = size - at < windows[i].len ? size - at : windows[i].len;
+
+		memcpy(img + windows[i].off, data + at, n);
+		at += n;
+	}
+	if (flags & FIX_MAGIC) {
+		struct wc_blk_sb *sb = (struct wc_blk_sb *)img;
+
+		sb->magic = WC_BLK_MAGIC;
+		sb->version = WC_BLK_VERSION;
+		memcpy(img + WC_BLK_ID_OFFSET, template_img + WC_BLK_ID_OFFSET, 2 * WC_BLK_UNIT);
+	}
+	for (unsigned i = 0; i < n_recs; i++) {
+		if (flags & FIX_DATA_CRC)
+			fix_data_crc(img, rec_off[i]);
+		if (flags & FIX_REC_CRC)
+			set_rec_crc(img, rec_off[i]);
+	}
+	if (flags & FIX_SUM_CRC)
+		for (uint64_t s = 0; s < tg.n_segments; s++)
+			set_sum_crc(img, s);
+	if (flags & FIX_STATE_CRC)
+		for (unsigned i = 0; i < 2; i++) {
+			struct wc_blk_state *st =
+				(struct wc_blk_state *)(img + WC_BLK_STATE_OFFSET + i * WC_BLK_UNIT);
+
+			st->crc = wc_blk_state_crc(st);
+		}
+	if (flags & FIX_SB_CRC) {
+		struct wc_blk_sb *sb = (struct wc_blk_sb *)img;
+
+		sb->crc = wc_blk_sb_crc(sb);
+	}
+}
+
+/* Everything a user may do with a cache that opened. */
+static void exercise(wc_cache *c, struct fault_origin *fo)
+{
+	uint64_t size = wc_size(c), bs = wc_block_size(c), probe;
+	struct wc_stats st;
+	wc_cache *again;
+	uint64_t v = 0;
+	int ret;
+
+	if (size > ORIGIN_BLOCKS * BS)
+		size = ORIGIN_BLOCKS * BS;
+	if (bs == 0 || bs > size || size % bs != 0) {
+		fprintf(stderr, "fuzz_block: opened with block size %" PRIu64 " over %" PRIu64 " bytes\n",
+		        bs, wc_size(c));
+		abort();
+	}
+	if (wc_get_stats(c, &st) != 0 || strcmp(st.medium, "block") != 0 ||
+	    st.free_blocks > st.blocks || st.dirty_blocks > st.blocks) {
+		fprintf(stderr, "fuzz_block: stats break invariants after open\n");
+		abort();
+	}
+	if (wc_read(c, io_buf, size, 0) != (ssize_t)size) {
+		wc_close(c); /* a read error is an answer, not a crash */
+		return;
+	}
+	probe = (size / bs) / 2;
+	wc_pattern_fill(io_buf, (uint32_t)bs, probe, 1u << 20);
+	if (wc_write(c, io_buf, bs, probe * bs, WC_FUA) != (ssize_t)bs) {
+		wc_close(c);
+		return;
+	}
+	if (probe != 0)
+		wc_discard(c, 0, bs);
+	wc_writeback(c);
+	if (wc_close(c) != 0)
+		return;
+	/* A cache that opened and closed cleanly must open again, with the
+	 * FUA write in it. */
+	ret = wc_open_origin(&again, image_path, fault_origin_origin(fo), NULL);
+	if (ret) {
+		fprintf(stderr, "fuzz_block: a cache that opened and closed does not reopen: %d %s\n", ret,
+		        wc_errmsg());
+		abort();
+	}
+	if (wc_read(again, io_buf, bs, probe * bs) == (ssize_t)bs &&
+	    (wc_pattern_decode(io_buf, (uint32_t)bs, probe, &v) != WC_PATTERN_OK || v != 1u << 20)) {
+		fprintf(stderr, "fuzz_block: a FUA write did not survive close and reopen\n");
+		abort();
+	}
+	wc_close(again);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static uint8_t *img;
+	struct fault_origin *fo;
+	struct wc_config cfg;
+	wc_cache *c;
+	int ret;
+
+	setup();
+	if (!img && !(img = malloc(IMAGE_BYTES)))
+		abort();
+	if (size == 0)
+		return 0;
+	apply(img, data, size);
+	if (pwrite(image_fd, img, IMAGE_BYTES, 0) != (ssize_t)IMAGE_BYTES || origin_new(&fo) != 0)
+		abort();
+	config(&cfg);
+	ret = wc_open_origin(&c, image_path, fault_origin_origin(fo), &cfg);
+	if (ret) {
+		const char *msg = wc_errmsg();
+
+		if (ret >= 0 || !msg || !msg[0]) {
+			fprintf(stderr, "fuzz_block: refusal %d without a message\n", ret);
+			abort();
+		}
+		snprintf(last_outcome, sizeof(last_outcome), "refused %d: %s", ret, msg);
+	} else {
+		snprintf(last_outcome, sizeof(last_outcome), "opened");
+		exercise(c, fo);
+	}
+	fault_origin_destroy(fo);
+	return 0;
+}
+
+#ifdef WC_FUZZ_REPLAY
+/* ---- the plain build: replay a corpus (make check), or write one ---- */
+
+/* An input that leaves the windows as the template has them, but for what
+ * the caller changes in `in` (laid out as the windows) before saving. */
+static uint8_t *input_of(const uint8_t *img)
+{
+	uint8_t *in = malloc(1 + windows_len);
+	size_t at = 1;
+
+	if (!in)
+		die("malloc", -ENOMEM);
+	in[0] = 0;
+	for (unsigned i = 0; i < n_windows; i++) {
+		memcpy(in + at, img + windows[i].off, windows[i].len);
+		at += windows[i].len;
+	}
+	return in;
+}
+
+static int save_seed(const char *dir, const char *name, unsigned flags, const uint8_t *img, size_t len)
+{
+	uint8_t *in = input_of(img);
+	char path[PATH_MAX];
+	FILE *f;
+	int ret;
+
+	in[0] = (uint8_t)flags;
+	if (len > 1 + windows_len)
+		len = 1 + windows_len;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f) {
+		free(in);
+		return -errno;
+	}
+	fwrite(in, 1, len, f);
+	ret = fclose(f) == 0 ? 0 : -EIO;
+	free(in);
+	return ret;
+}
+
+static struct wc_blk_sum_head *summary(uint8_t *img, uint64_t slot)
+{
+	return (struct wc_blk_sum_head *)(img + tg.seg_start + slot * tg.seg_bytes + tg.seg_data_bytes);
+}
+
+static struct wc_blk_state *state(uint8_t *img, unsigned slot)
+{
+	return (struct wc_blk_state *)(img + WC_BLK_STATE_OFFSET + slot * WC_BLK_UNIT);
+}
+
+/* The slot of a segment with an intact summary (or -1). */
+static int summarized_slot(const uint8_t *img)
+{
+	for (uint64_t s = 0; s < tg.n_segments; s++) {
+		const struct wc_blk_sum_head *h = summary((uint8_t *)img, s);
+
+		if (h->magic == WC_BLK_SUM_MAGIC && h->n && h->n <= tg.sum_cap &&
+		    h->crc == wc_blk_sum_crc(h, (const void *)(h + 1)))
+			return (int)s;
+	}
+	return -1;
+}
+
+/* Seeds aimed at each refusal of the block medium's open (format.c
+ * wc_blk_sb_check, recover.c), at recovery's two ways of reading a
+ * segment and at what an intact CRC over wrong numbers must not do. */
+static int make_corpus(const char *dir)
+{
+	size_t all, sb_only = 1 + WC_BLK_SB_CRC_END + 8;
+	uint8_t *img = malloc(IMAGE_BYTES);
+	struct wc_blk_sb *sb = (struct wc_blk_sb *)img;
+	struct wc_blk_rec *r0;
+	int ret = 0, sum_slot;
+
+	setup();
+	all = 1 + windows_len;
+	if (!img)
+		return -ENOMEM;
+	mkdir(dir, 0755);
+	r0 = (struct wc_blk_rec *)(img + rec_off[0]);
+#define RESET() memcpy(img, template_img, IMAGE_BYTES)
+	RESET();
+	sum_slot = summarized_slot(img);
+	if (n_recs < 8 || sum_slot < 0) {
+		fprintf(stderr, "fuzz_block: the template has %u records and %s summary\n", n_recs,
+		        sum_slot < 0 ? "no" : "a");
+		free(img);
+		return -EINVAL;
+	}
+	ret |= save_seed(dir, "valid", 0, img, all);
+	ret |= save_seed(dir, "valid-sb-only", 0, img, sb_only);
+	memset(img, 0, WC_BLK_UNIT);
+	ret |= save_seed(dir, "never-formatted", 0, img, sb_only);
+	RESET();
+	sb->magic ^= 1;
+	ret |= save_seed(dir, "bad-magic", 0, img, sb_only);
+	RESET();
+	sb->version = 2;
+	ret |= save_seed(dir, "bad-version", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->n_segments++;
+	ret |= save_seed(dir, "bad-crc", 0, img, sb_only);
+	RESET();
+	sb->block_size = 1000;
+	ret |= save_seed(dir, "odd-block-size", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->block_size = 512;
+	ret |= save_seed(dir, "lba-above-block-size", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->lba_size = 512;
+	ret |= save_seed(dir, "smaller-lba", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->n_segments = 1ull << 32;
+	ret |= save_seed(dir, "huge-n-segments", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->n_segments = 3;
+	ret |= save_seed(dir, "too-few-segments", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->seg_bytes = 65536;
+	ret |= save_seed(dir, "other-seg-bytes", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->summary_bytes += WC_BLK_UNIT;
+	ret |= save_seed(dir, "bad-summary-bytes", FIX_SB_CRC, img, sb_only);
+	RESET();
+	/* The end of the ring past 2^64: it must not wrap into the file. */
+	sb->seg_start = 0ull - (uint64_t)sb->seg_bytes;
+	ret |= save_seed(dir, "seg-start-wraps", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->seg_start += WC_BLK_UNIT;
+	ret |= save_seed(dir, "seg-start-moved", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->origin_size = (uint64_t)ORIGIN_BLOCKS * BS * 2;
+	ret |= save_seed(dir, "origin-size-larger", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->origin_size = BS;
+	ret |= save_seed(dir, "origin-one-block", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->cache_id ^= 2;
+	ret |= save_seed(dir, "other-cache-id", FIX_SB_CRC, img, sb_only);
+
+	/* The state slots. */
+	RESET();
+	state(img, 0)->crc ^= 1;
+	state(img, 1)->crc ^= 1;
+	ret |= save_seed(dir, "state-both-torn", 0, img, all);
+	RESET();
+	state(img, state(img, 0)->generation > state(img, 1)->generation ? 0 : 1)->crc ^= 1;
+	ret |= save_seed(dir, "state-newer-torn", 0, img, all);
+	RESET();
+	for (unsigned i = 0; i < 2; i++)
+		state(img, i)->tail_seg = state(img, i)->open_limit + 7;
+	ret |= save_seed(dir, "state-tail-past-limit", FIX_STATE_CRC, img, all);
+	RESET();
+	for (unsigned i = 0; i < 2; i++)
+		state(img, i)->open_limit += 1000;
+	ret |= save_seed(dir, "state-limit-far-ahead", FIX_STATE_CRC, img, all);
+	RESET();
+	for (unsigned i = 0; i < 2; i++) {
+		state(img, i)->tail_seg = UINT64_MAX - 2;
+		state(img, i)->clean_seg = UINT64_MAX - 2;
+		state(img, i)->open_limit = UINT64_MAX;
+	}
+	ret |= save_seed(dir, "state-at-limit", FIX_STATE_CRC, img, all);
+	RESET();
+	for (unsigned i = 0; i < 2; i++)
+		state(img, i)->clean_seg = state(img, i)->open_limit + 5;
+	ret |= save_seed(dir, "state-clean-ahead", FIX_STATE_CRC, img, all);
+
+	/* Records. */
+	RESET();
+	r0->crc ^= 1;
+	ret |= save_seed(dir, "record-torn", 0, img, all);
+	RESET();
+	img[rec_off[0] + tg.lba] ^= 1;
+	ret |= save_seed(dir, "record-data-torn", 0, img, all);
+	RESET();
+	r0->count = WC_BLK_REC_MAX_BLOCKS;
+	ret |= save_seed(dir, "record-count-max", FIX_DATA_CRC | FIX_REC_CRC, img, all);
+	RESET();
+	for (unsigned i = 0; i < n_recs; i++) {
+		struct wc_blk_rec *r = (struct wc_blk_rec *)(img + rec_off[i]);
+
+		if (!(r->flags & WC_BLK_REC_DISCARD))
+			r->origin[0] = ORIGIN_BLOCKS + i;
+	}
+	ret |= save_seed(dir, "record-past-origin", FIX_REC_CRC, img, all);
+	RESET();
+	for (unsigned i = 0; i < n_recs; i++)
+		((struct wc_blk_rec *)(img + rec_off[i]))->seq = 5;
+	ret |= save_seed(dir, "record-same-seq", FIX_REC_CRC, img, all);
+	RESET();
+	for (unsigned i = 0; i < n_recs; i++) {
+		struct wc_blk_rec *r = (struct wc_blk_rec *)(img + rec_off[i]);
+
+		if (r->flags & WC_BLK_REC_DISCARD) {
+			r->origin[0] = 0;
+			r->origin[1] = UINT64_MAX;
+		}
+	}
+	ret |= save_seed(dir, "discard-huge", FIX_REC_CRC | FIX_SUM_CRC, img, all);
+	RESET();
+	r0->flags = WC_BLK_REC_DISCARD;
+	r0->count = 0;
+	r0->origin[0] = UINT64_MAX - 1;
+	r0->origin[1] = 4;
+	ret |= save_seed(dir, "discard-past-origin", FIX_REC_CRC, img, all);
+
+	/* Summaries: an intact CRC over numbers that are wrong. */
+	RESET();
+	summary(img, (uint64_t)sum_slot)->crc ^= 1;
+	ret |= save_seed(dir, "summary-torn", 0, img, all);
+	RESET();
+	{
+		struct wc_blk_sum_head *h = summary(img, (uint64_t)sum_slot);
+		struct wc_blk_sum_ent *e = (struct wc_blk_sum_ent *)(h + 1);
+
+		/* Every entry the summary holds, all the same block. */
+		for (uint32_t i = 0; i < tg.sum_cap; i++)
+			e[i] = (struct wc_blk_sum_ent){ 1, e[0].seq, e[0].off, 0 };
+		h->n = (uint32_t)tg.sum_cap;
+	}
+	ret |= save_seed(dir, "summary-full-one-block", FIX_SUM_CRC, img, all);
+	RESET();
+	{
+		struct wc_blk_sum_head *h = summary(img, (uint64_t)sum_slot);
+		struct wc_blk_sum_ent *e = (struct wc_blk_sum_ent *)(h + 1);
+
+		e[0].off = UINT32_MAX;
+	}
+	ret |= save_seed(dir, "summary-entry-outside", FIX_SUM_CRC, img, all);
+	RESET();
+	{
+		struct wc_blk_sum_head *h = summary(img, (uint64_t)sum_slot);
+		struct wc_blk_sum_ent *e = (struct wc_blk_sum_ent *)(h + 1);
+
+		if (h->n > 1) {
+			struct wc_blk_sum_ent t = e[0];
+
+			e[0] = e[1];
+			e[1] = t;
+			e[0].seq++;
+		}
+	}
+	ret |= save_seed(dir, "summary-out-of-order", FIX_SUM_CRC, img, all);
+	RESET();
+	{
+		struct wc_blk_sum_head *h = summary(img, (uint64_t)sum_slot);
+		struct wc_blk_sum_ent *e = (struct wc_blk_sum_ent *)(h + 1);
+
+		e[0].origin = UINT64_MAX;
+		e[0].len = WC_BLK_SUM_DISCARD | 0x7fffffffu;
+	}
+	ret |= save_seed(dir, "summary-discard-huge", FIX_SUM_CRC, img, all);
+	RESET();
+	summary(img, (uint64_t)sum_slot)->n = UINT32_MAX;
+	ret |= save_seed(dir, "summary-n-huge", FIX_SUM_CRC, img, all);
+	RESET();
+	for (uint64_t s = 0; s < tg.n_segments; s++)
+		summary(img, s)->seg += tg.n_segments;
+	ret |= save_seed(dir, "summary-other-lap", FIX_SUM_CRC, img, all);
+#undef RESET
+	free(img);
+	return ret ? -EIO : 0;
+}
+
+/* What the template holds, for people. */
+static void describe(void)
+{
+	const struct wc_blk_state *st[2];
+
+	setup();
+	st[0] = (const void *)(template_img + WC_BLK_STATE_OFFSET);
+	st[1] = (const void *)(template_img + WC_BLK_STATE_OFFSET + WC_BLK_UNIT);
+	printf("image %u bytes: %" PRIu64 " segments of %" PRIu64 " bytes (summary %" PRIu64
+	       ", %" PRIu64 " entries), block %u, lba %u\n", IMAGE_BYTES, tg.n_segments, tg.seg_bytes,
+	       tg.summary_bytes, tg.sum_cap, tg.block_size, tg.lba);
+	for (unsigned i = 0; i < 2; i++)
+		printf("state %u: gen %" PRIu64 " tail %" PRIu64 " clean %" PRIu64 " open_limit %" PRIu64
+		       "%s\n", i, st[i]->generation, st[i]->tail_seg, st[i]->clean_seg, st[i]->open_limit,
+		       wc_blk_state_intact(st[i]) ? "" : " (not intact)");
+	for (uint64_t s = 0; s < tg.n_segments; s++) {
+		const struct wc_blk_sum_head *h = summary(template_img, s);
+		unsigned recs = 0;
+
+		for (unsigned i = 0; i < n_recs; i++)
+			recs += (rec_off[i] - tg.seg_start) / tg.seg_bytes == s;
+		printf("slot %" PRIu64 ": %u windowed records, summary %s (seg %" PRIu64 ", %u entries)\n",
+		       s, recs, summarized_slot(template_img) >= 0 && h->magic == WC_BLK_SUM_MAGIC &&
+		       h->crc == wc_blk_sum_crc(h, (const void *)(h + 1)) ? "intact" : "none",
+		       h->magic == WC_BLK_SUM_MAGIC ? h->seg : 0, h->magic == WC_BLK_SUM_MAGIC ? h->n : 0);
+	}
+	printf("input: 1 + %zu bytes in %u windows, %u records\n", windows_len, n_windows, n_recs);
+}
+
+static const char *outcome(void)
+{
+	return last_outcome;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct fuzz_harness h = {
+		.corpus = "tests/fuzz-corpus-block", .setup = setup, .make_corpus = make_corpus,
+		.outcome = outcome,
+	};
+
+	if (argc == 2 && strcmp(argv[1], "--describe") == 0) {
+		describe();
+		return 0;
+	}
+	return fuzz_replay_main(&h, argc, argv);
+}
+#endif
