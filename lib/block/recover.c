@@ -179,18 +179,23 @@ static bool summary_ok(const struct wc_blk *b, const struct wc_blk_sum_head *h, 
 }
 
 /* Check a summary's entries against the geometry: an intact CRC over
- * wrong numbers is a bug or a forgery, not a crash. */
+ * wrong numbers is a bug or a forgery, not a crash.  The writer places
+ * records one after the other, so entries name disjoint ranges in
+ * increasing order: that also bounds the data blocks by what the segment
+ * holds (the segment's list of versions has room for no more). */
 static int entries_ok(struct wc_cache *c, const struct wc_blk_sum_ent *e, uint32_t n, uint64_t seg)
 {
 	const struct wc_blk_geom *g = &c->blk->g;
+	uint64_t next = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t end = (uint64_t)e[i].off * g->lba +
-		               ((e[i].len & WC_BLK_SUM_DISCARD) ? g->lba : g->block_size);
+		uint64_t start = (uint64_t)e[i].off * g->lba,
+		         end = start + ((e[i].len & WC_BLK_SUM_DISCARD) ? g->lba : g->block_size);
 
-		if (end > g->seg_data_bytes || (i && e[i].seq < e[i - 1].seq))
+		if (end > g->seg_data_bytes || start < next || (i && e[i].seq < e[i - 1].seq))
 			return wc_err(-EUCLEAN, "%s: summary of segment %llu: entry %u is out of place",
 			              c->cache_path, (unsigned long long)seg, i);
+		next = end;
 	}
 	return 0;
 }
