@@ -464,7 +464,8 @@ uint64_t wc_blk_dirty_in_image(struct wc_cache *c)
 
 	/* A failed read counts what it got: the number is for a message. */
 	scan_ring(&sc);
-	qsort(d.blocks, d.n, sizeof(*d.blocks), cmp_u64);
+	if (d.n) /* d.blocks is NULL when nothing was found */
+		qsort(d.blocks, d.n, sizeof(*d.blocks), cmp_u64);
 	for (uint64_t i = 0; i < d.n; i++)
 		distinct += i == 0 || d.blocks[i] != d.blocks[i - 1];
 	free(d.blocks);
