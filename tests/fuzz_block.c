@@ -28,8 +28,15 @@
  *   bit 5  recompute each summary's CRC (when its n fits the summary)
  * so that the fuzzer reaches the checks behind each CRC.
  *
- * The file is on WC_FUZZ_DIR (run-fuzz: a tmpfs folder, where the library
- * runs without O_DIRECT if refused; the executions stay fast).
+ * The device.  The file is on WC_FUZZ_DIR (run-fuzz: a tmpfs folder) and is
+ * opened, sized and locked by the library as usual, but its reads, writes
+ * and flushes go to an image in memory through the block medium's test
+ * hooks (core/testhooks.h): an execution then restores only what the input
+ * and the library changed, instead of writing the whole file -- and a
+ * write the library must never make aborts: past the end of the device (a
+ * file would grow), or into the superblock or the unused head of the
+ * device.  Only the superblock's unit is written to the file itself, for
+ * the open to find the medium by the magic.
  *
  * Builds: libFuzzer (tests/run-fuzz --target block), and the replay
  * (WC_FUZZ_REPLAY with fuzz_replay.c: make check replays
@@ -51,6 +58,7 @@
 #include "fault_origin.h"
 #include "block/format.h"
 #include "core/format.h"
+#include "core/testhooks.h"
 #include "util/crc32c.h"
 #include "wcache.h"
 #ifdef WC_FUZZ_REPLAY
@@ -88,6 +96,10 @@ static unsigned n_windows, n_recs;
 static uint64_t rec_off[MAX_RECS];
 static size_t windows_len;
 static char last_outcome[200];
+/* The device in memory, and which of its 4 KiB units differ from the
+ * template (written by the library or by the input). */
+static uint8_t *dev;
+static uint8_t dirty_units[IMAGE_BYTES / WC_BLK_UNIT];
 
 static void remove_image(void)
 {
@@ -128,6 +140,62 @@ static void add_window(uint64_t off, uint32_t len)
 	windows[n_windows++] = (struct window){ off, len };
 	windows_len += len;
 }
+
+/* ---- the device in memory ---- */
+
+static bool in_device(uint64_t off, size_t len)
+{
+	return off <= IMAGE_BYTES && len <= IMAGE_BYTES - off;
+}
+
+static void mark(uint64_t off, size_t len)
+{
+	for (uint64_t u = off / WC_BLK_UNIT; len && u <= (off + len - 1) / WC_BLK_UNIT; u++)
+		dirty_units[u] = 1;
+}
+
+static int dev_pread(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	(void)ctx;
+	if (!in_device(off, len))
+		return -EIO; /* what a file says past its end */
+	memcpy(buf, dev + off, len);
+	return 0;
+}
+
+static int dev_pwrite(void *ctx, const void *buf, size_t len, uint64_t off, bool dsync)
+{
+	(void)ctx;
+	(void)dsync;
+	if (!in_device(off, len)) {
+		fprintf(stderr, "fuzz_block: the library wrote %zu bytes at %" PRIu64 ", past the end "
+		        "of the %u-byte device\n", len, off, IMAGE_BYTES);
+		abort();
+	}
+	/* Outside the ring, only the state and identity slots are written
+	 * once a cache exists. */
+	if (off < tg.seg_start &&
+	    !(off >= WC_BLK_STATE_OFFSET && off + len <= WC_BLK_STATE_OFFSET + 2 * WC_BLK_UNIT) &&
+	    !(off >= WC_BLK_ID_OFFSET && off + len <= WC_BLK_ID_OFFSET + 2 * WC_BLK_UNIT)) {
+		fprintf(stderr, "fuzz_block: the library wrote %zu bytes at %" PRIu64 ", outside the "
+		        "state and identity slots of the device's head\n", len, off);
+		abort();
+	}
+	memcpy(dev + off, buf, len);
+	mark(off, len);
+	return 0;
+}
+
+static int dev_flush(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static const struct wc_blk_io_hooks dev_io = {
+	.pwrite = dev_pwrite, .pread = dev_pread, .flush = dev_flush,
+};
+static struct wc_test_hooks hooks = { .blk_io = &dev_io };
 
 /* ---- the template ---- */
 
@@ -291,6 +359,13 @@ static void setup(void)
 		die("the template is not a block-medium image of the expected size", -EINVAL);
 	normalize(template_img);
 	window_list();
+	dev = malloc(IMAGE_BYTES);
+	if (!dev)
+		die("malloc", -ENOMEM);
+	memcpy(dev, template_img, IMAGE_BYTES);
+	if (pwrite(image_fd, template_img, IMAGE_BYTES, 0) != (ssize_t)IMAGE_BYTES)
+		die("writing the template", -errno);
+	wc_test_hooks = &hooks;
 }
 
 /* ---- one input ---- */
@@ -304,45 +379,62 @@ static void fix_data_crc(uint8_t *img, uint64_t off)
 		r->data_crc = wc_crc32c(0, img + off + tg.lba, len);
 }
 
-static void apply(uint8_t *img, const uint8_t *data, size_t size)
+/* The device as the input makes it: the template where the last execution
+ * or input changed it, then the windows and the fixes.  Every unit changed
+ * is marked, to be restored next time. */
+static void apply(const uint8_t *data, size_t size)
 {
 	unsigned flags = data[0];
 	size_t at = 1;
 
-	memcpy(img, template_img, IMAGE_BYTES);
+	for (unsigned u = 0; u < IMAGE_BYTES / WC_BLK_UNIT; u++) {
+		if (dirty_units[u]) {
+			memcpy(dev + (size_t)u * WC_BLK_UNIT, template_img + (size_t)u * WC_BLK_UNIT,
+			       WC_BLK_UNIT);
+			dirty_units[u] = 0;
+		}
+	}
 	for (unsigned i = 0; i < n_windows && at < size; i++) {
 		size_t n = size - at < windows[i].len ? size - at : windows[i].len;
 
-		memcpy(img + windows[i].off, data + at, n);
+		memcpy(dev + windows[i].off, data + at, n);
+		mark(windows[i].off, n);
 		at += n;
 	}
 	if (flags & FIX_MAGIC) {
-		struct wc_blk_sb *sb = (struct wc_blk_sb *)img;
+		struct wc_blk_sb *sb = (struct wc_blk_sb *)dev;
 
 		sb->magic = WC_BLK_MAGIC;
 		sb->version = WC_BLK_VERSION;
-		memcpy(img + WC_BLK_ID_OFFSET, template_img + WC_BLK_ID_OFFSET, 2 * WC_BLK_UNIT);
+		memcpy(dev + WC_BLK_ID_OFFSET, template_img + WC_BLK_ID_OFFSET, 2 * WC_BLK_UNIT);
+		mark(0, WC_BLK_UNIT);
 	}
 	for (unsigned i = 0; i < n_recs; i++) {
 		if (flags & FIX_DATA_CRC)
-			fix_data_crc(img, rec_off[i]);
+			fix_data_crc(dev, rec_off[i]);
 		if (flags & FIX_REC_CRC)
-			set_rec_crc(img, rec_off[i]);
+			set_rec_crc(dev, rec_off[i]);
+		if (flags & (FIX_DATA_CRC | FIX_REC_CRC))
+			mark(rec_off[i], WC_BLK_REC_FIXED);
 	}
 	if (flags & FIX_SUM_CRC)
-		for (uint64_t s = 0; s < tg.n_segments; s++)
-			set_sum_crc(img, s);
+		for (uint64_t s = 0; s < tg.n_segments; s++) {
+			set_sum_crc(dev, s);
+			mark(tg.seg_start + s * tg.seg_bytes + tg.seg_data_bytes, sizeof(struct wc_blk_sum_head));
+		}
 	if (flags & FIX_STATE_CRC)
 		for (unsigned i = 0; i < 2; i++) {
 			struct wc_blk_state *st =
-				(struct wc_blk_state *)(img + WC_BLK_STATE_OFFSET + i * WC_BLK_UNIT);
+				(struct wc_blk_state *)(dev + WC_BLK_STATE_OFFSET + i * WC_BLK_UNIT);
 
 			st->crc = wc_blk_state_crc(st);
+			mark(WC_BLK_STATE_OFFSET + i * WC_BLK_UNIT, sizeof(*st));
 		}
 	if (flags & FIX_SB_CRC) {
-		struct wc_blk_sb *sb = (struct wc_blk_sb *)img;
+		struct wc_blk_sb *sb = (struct wc_blk_sb *)dev;
 
 		sb->crc = wc_blk_sb_crc(sb);
+		mark(0, WC_BLK_UNIT);
 	}
 }
 
@@ -402,19 +494,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint8_t *img;
 	struct fault_origin *fo;
 	struct wc_config cfg;
 	wc_cache *c;
 	int ret;
 
 	setup();
-	if (!img && !(img = malloc(IMAGE_BYTES)))
-		abort();
 	if (size == 0)
 		return 0;
-	apply(img, data, size);
-	if (pwrite(image_fd, img, IMAGE_BYTES, 0) != (ssize_t)IMAGE_BYTES || origin_new(&fo) != 0)
+	apply(data, size);
+	/* The file's own superblock: the open picks the medium by its magic. */
+	if (pwrite(image_fd, dev, WC_BLK_UNIT, 0) != (ssize_t)WC_BLK_UNIT || origin_new(&fo) != 0)
 		abort();
 	config(&cfg);
 	ret = wc_open_origin(&c, image_path, fault_origin_origin(fo), &cfg);
@@ -603,6 +693,16 @@ static int make_corpus(const char *dir)
 	for (unsigned i = 0; i < 2; i++)
 		state(img, i)->clean_seg = state(img, i)->open_limit + 5;
 	ret |= save_seed(dir, "state-clean-ahead", FIX_STATE_CRC, img, all);
+
+	/* The identity slots: refused unless no dirty block is found (the
+	 * count scans the ring, which may find nothing at all). */
+	RESET();
+	img[WC_BLK_ID_OFFSET] ^= 1;
+	img[WC_BLK_ID_OFFSET + WC_BLK_UNIT] ^= 1;
+	ret |= save_seed(dir, "identity-both-torn", 0, img, all);
+	state(img, 0)->crc ^= 1;
+	state(img, 1)->crc ^= 1;
+	ret |= save_seed(dir, "identity-and-state-torn", 0, img, all);
 
 	/* Records. */
 	RESET();
