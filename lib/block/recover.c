@@ -388,6 +388,12 @@ int wc_blk_recover(struct wc_cache *c)
 		b->log.clean = b->log.head + 1;
 	b->log.open_limit = sc.st.open_limit;
 	b->log.next_seq = sc.max_seq + 1;
+	/* A segment below the head where no record was found (all of them
+	 * lost with the device's cache at a power failure) is closed like its
+	 * neighbours: write-back must be able to pass it, or it would wait
+	 * for it forever. */
+	for (uint64_t s = b->log.tail; s < b->log.head; s++)
+		b->log.segs[s % b->g.n_segments].closed = true;
 	if (b->log.head == sc.st.tail_seg && !sc.last_used) {
 		ret = wc_blk_seg_alloc(c, &b->log.segs[b->log.head % b->g.n_segments], b->log.head);
 		if (ret)
