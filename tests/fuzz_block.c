@@ -7,8 +7,8 @@
  * negative errno and a message or give a cache that reads, writes, flushes,
  * writes back, closes and reopens -- never crash, hang or trip ASan/UBSan.
  *
- * The template: 576 KiB, 4 segments of 128 KiB with 4 KiB blocks (the
- * smallest ring a 4 KiB logical block allows), written by a fixed workload
+ * The template: 320 KiB, 4 segments of 64 KiB with 512-byte blocks and
+ * records (the smallest ring), written by a fixed workload
  * of plain and FUA writes and discards that wraps the ring (write-back,
  * reclaim, state slots of later generations) and captured while the cache
  * is open, as a crash leaves it: summarized segments and the open one
@@ -28,8 +28,11 @@
  *   bit 5  recompute each summary's CRC (when its n fits the summary)
  * so that the fuzzer reaches the checks behind each CRC.
  *
- * The device.  The file is on WC_FUZZ_DIR (run-fuzz: a tmpfs folder) and is
- * opened, sized and locked by the library as usual, but its reads, writes
+ * The device.  The file is on WC_FUZZ_DISK_DIR (run-fuzz: a folder on
+ * WC_TEST_DISK_DIR, default /var/tmp), whose file system gives O_DIRECT a
+ * 512-byte alignment (tmpfs states none: 4096, and 4 KiB blocks make every
+ * buffer of an execution 8 times larger, slow under ASan).  The library
+ * opens, sizes and locks it as usual, but its reads, writes
  * and flushes go to an image in memory through the block medium's test
  * hooks (core/testhooks.h): an execution then restores only what the input
  * and the library changed, instead of writing the whole file -- and a
@@ -51,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,9 +69,9 @@
 #include "fuzz_replay.h"
 #endif
 
-#define BS 4096u
+#define BS 512u
 #define ORIGIN_BLOCKS 64u
-#define IMAGE_BYTES (576u << 10)
+#define IMAGE_BYTES (320u << 10)
 #define MAX_RECS 32u
 #define REC_HEAD 112u           /* the fixed header and 8 origin numbers */
 #define REC_DATA 16u            /* data bytes windowed after each header */
@@ -111,6 +115,10 @@ static void die(const char *what, long ret)
 	fprintf(stderr, "fuzz_block setup: %s: %ld %s\n", what, ret, wc_errmsg());
 	abort();
 }
+
+/* One origin for every execution (its images reloaded each time: a new one
+ * each time costs more than the execution under ASan). */
+static struct fault_origin *origin;
 
 static int origin_new(struct fault_origin **fo)
 {
@@ -260,19 +268,28 @@ static void normalize(uint8_t *img)
 	}
 }
 
-/* Where the input goes: the fixed parts, then each valid record of the
- * template (in ring order of segments), then each segment's summary. */
+/* Where the input goes: the fixed parts, then valid records of the
+ * template (a share per segment, in ring order from the tail of the state
+ * in force), then each segment's summary. */
 static void window_list(void)
 {
+	const struct wc_blk_state *slots[2] = {
+		(const void *)(template_img + WC_BLK_STATE_OFFSET),
+		(const void *)(template_img + WC_BLK_STATE_OFFSET + WC_BLK_UNIT),
+	};
+	int cur = wc_blk_state_current(slots);
+	uint64_t tail = cur < 0 ? 0 : slots[cur]->tail_seg;
+
 	add_window(0, WC_BLK_SB_CRC_END + 8);
 	add_window(WC_BLK_STATE_OFFSET, sizeof(struct wc_blk_state));
 	add_window(WC_BLK_STATE_OFFSET + WC_BLK_UNIT, sizeof(struct wc_blk_state));
 	add_window(WC_BLK_ID_OFFSET, ID_HEAD);
 	add_window(WC_BLK_ID_OFFSET + WC_BLK_UNIT, ID_HEAD);
-	for (uint64_t s = 0; s < tg.n_segments; s++) {
-		uint64_t base = tg.seg_start + s * tg.seg_bytes, pos = 0;
+	for (uint64_t k = 0; k < tg.n_segments; k++) {
+		uint64_t s = (tail + k) % tg.n_segments, base = tg.seg_start + s * tg.seg_bytes, pos = 0;
+		unsigned quota = n_recs + (MAX_RECS - n_recs) / (unsigned)(tg.n_segments - k);
 
-		while (pos + tg.lba <= tg.seg_data_bytes && n_recs < MAX_RECS) {
+		while (pos + tg.lba <= tg.seg_data_bytes && n_recs < quota) {
 			const struct wc_blk_rec *r = (const void *)(template_img + base + pos);
 
 			if (r->magic != WC_BLK_REC_MAGIC || r->cache_id != FIXED_CACHE_ID ||
@@ -306,6 +323,7 @@ static void setup(void)
 {
 	struct fault_origin *fo;
 	struct wc_config cfg;
+	const char *dir;
 	char opts[64];
 	uint64_t rng = 1;
 	wc_cache *c;
@@ -313,8 +331,14 @@ static void setup(void)
 
 	if (template_img)
 		return;
-	snprintf(image_path, sizeof(image_path), "%s/wcfuzzblk-%d.cache",
-	         getenv("WC_FUZZ_DIR") ? getenv("WC_FUZZ_DIR") : "/dev/shm", (int)getpid());
+	/* The cache's DRAM tables ask for huge pages (util/dram.c): a fault
+	 * zeroes 2 MiB, for tables of a few KiB here, at every open. */
+	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	dir = getenv("WC_FUZZ_DISK_DIR");
+	if (!dir || !*dir)
+		dir = getenv("WC_TEST_DISK_DIR");
+	snprintf(image_path, sizeof(image_path), "%s/wcfuzzblk-%d.cache", dir && *dir ? dir : "/var/tmp",
+	         (int)getpid());
 	unlink(image_path);
 	atexit(remove_image);
 	origin_img = malloc(ORIGIN_BLOCKS * BS);
@@ -332,9 +356,9 @@ static void setup(void)
 	ret = wc_create_origin(&c, image_path, fault_origin_origin(fo), &cfg);
 	if (ret)
 		die("wc_create_origin", ret);
-	/* Enough records to wrap the ring of ~60 once: write-back and reclaim
-	 * run (the writer drives them, no_threads), the state moves on. */
-	for (unsigned op = 1; op <= 90; op++) {
+	/* Enough records to wrap the ring of ~160 once: write-back and
+	 * reclaim run (the writer drives them, no_threads), the state moves on. */
+	for (unsigned op = 1; op <= 260; op++) {
 		uint64_t first = rng_next(&rng) % (ORIGIN_BLOCKS - 3), r = rng_next(&rng) % 10;
 		unsigned n = 1 + (unsigned)(rng_next(&rng) % 3);
 
@@ -344,7 +368,7 @@ static void setup(void)
 		} else {
 			write_blocks(c, first, n, op, r < 3 ? WC_FUA : 0);
 		}
-		if (op % 6 == 0)
+		if (op % 12 == 0)
 			wc_poll(c, 16);
 	}
 	/* The file as a crash would leave it. */
@@ -352,11 +376,13 @@ static void setup(void)
 	if (image_fd < 0 || pread(image_fd, template_img, IMAGE_BYTES, 0) != (ssize_t)IMAGE_BYTES)
 		die("reading the template", -errno);
 	wc_close(c);
-	fault_origin_destroy(fo);
+	origin = fo;
 	memcpy(&tsb, template_img, sizeof(tsb));
 	wc_blk_geom_from_sb(&tg, &tsb);
-	if (tsb.magic != WC_BLK_MAGIC || tg.seg_start + tg.n_segments * tg.seg_bytes != IMAGE_BYTES)
-		die("the template is not a block-medium image of the expected size", -EINVAL);
+	if (tsb.magic != WC_BLK_MAGIC || tg.seg_start + tg.n_segments * tg.seg_bytes != IMAGE_BYTES ||
+	    tg.lba != BS)
+		die("the template is not a block-medium image of the expected size and logical block "
+		    "(is WC_FUZZ_DISK_DIR on tmpfs?)", -EINVAL);
 	normalize(template_img);
 	window_list();
 	dev = malloc(IMAGE_BYTES);
@@ -504,9 +530,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	apply(data, size);
 	/* The file's own superblock: the open picks the medium by its magic. */
-	if (pwrite(image_fd, dev, WC_BLK_UNIT, 0) != (ssize_t)WC_BLK_UNIT || origin_new(&fo) != 0)
+	if (pwrite(image_fd, dev, WC_BLK_UNIT, 0) != (ssize_t)WC_BLK_UNIT ||
+	    fault_origin_load(origin, origin_img, ORIGIN_BLOCKS * BS, 0) != 0)
 		abort();
+	fo = origin;
 	config(&cfg);
+	cfg.block_size = 0; /* take the superblock's */
 	ret = wc_open_origin(&c, image_path, fault_origin_origin(fo), &cfg);
 	if (ret) {
 		const char *msg = wc_errmsg();
@@ -520,7 +549,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(last_outcome, sizeof(last_outcome), "opened");
 		exercise(c, fo);
 	}
-	fault_origin_destroy(fo);
 	return 0;
 }
 
@@ -576,14 +604,21 @@ static struct wc_blk_state *state(uint8_t *img, unsigned slot)
 	return (struct wc_blk_state *)(img + WC_BLK_STATE_OFFSET + slot * WC_BLK_UNIT);
 }
 
-/* The slot of a segment with an intact summary (or -1). */
+/* The slot of a segment of the ring (from the tail of the state in force)
+ * with an intact summary, or -1. */
 static int summarized_slot(const uint8_t *img)
 {
-	for (uint64_t s = 0; s < tg.n_segments; s++) {
+	const struct wc_blk_state *slots[2] = {
+		(const void *)(img + WC_BLK_STATE_OFFSET),
+		(const void *)(img + WC_BLK_STATE_OFFSET + WC_BLK_UNIT),
+	};
+	int cur = wc_blk_state_current(slots);
+
+	for (uint64_t s = 0; cur >= 0 && s < tg.n_segments; s++) {
 		const struct wc_blk_sum_head *h = summary((uint8_t *)img, s);
 
 		if (h->magic == WC_BLK_SUM_MAGIC && h->n && h->n <= tg.sum_cap &&
-		    h->crc == wc_blk_sum_crc(h, (const void *)(h + 1)))
+		    h->seg >= slots[cur]->tail_seg && h->crc == wc_blk_sum_crc(h, (const void *)(h + 1)))
 			return (int)s;
 	}
 	return -1;
@@ -632,11 +667,14 @@ static int make_corpus(const char *dir)
 	sb->block_size = 1000;
 	ret |= save_seed(dir, "odd-block-size", FIX_SB_CRC, img, sb_only);
 	RESET();
-	sb->block_size = 512;
+	sb->lba_size = 2 * BS;
 	ret |= save_seed(dir, "lba-above-block-size", FIX_SB_CRC, img, sb_only);
 	RESET();
-	sb->lba_size = 512;
-	ret |= save_seed(dir, "smaller-lba", FIX_SB_CRC, img, sb_only);
+	sb->lba_size = 256;
+	ret |= save_seed(dir, "lba-256", FIX_SB_CRC, img, sb_only);
+	RESET();
+	sb->lba_size = sb->block_size = 2 * BS;
+	ret |= save_seed(dir, "larger-block-and-lba", FIX_SB_CRC, img, sb_only);
 	RESET();
 	sb->n_segments = 1ull << 32;
 	ret |= save_seed(dir, "huge-n-segments", FIX_SB_CRC, img, sb_only);
@@ -796,6 +834,26 @@ static int make_corpus(const char *dir)
 	for (uint64_t s = 0; s < tg.n_segments; s++)
 		summary(img, s)->seg += tg.n_segments;
 	ret |= save_seed(dir, "summary-other-lap", FIX_SUM_CRC, img, all);
+	/* Found by the fuzzer: the last segment of the ring given records (an
+	 * older lap's summary relabelled), the one before it (the template's
+	 * head) holding none, as when a power failure loses all of a segment's
+	 * records: write-back used to wait for that empty segment forever
+	 * (wc_writeback hung). */
+	RESET();
+	{
+		const struct wc_blk_state *st0 = state(img, 0), *st1 = state(img, 1);
+		uint64_t last = (st0->generation > st1->generation ? st0 : st1)->tail_seg +
+		                tg.n_segments - 1;
+
+		summary(img, last % tg.n_segments)->seg = last;
+		for (unsigned i = 0; i < n_recs; i++) {
+			struct wc_blk_rec *r = (struct wc_blk_rec *)(img + rec_off[i]);
+
+			if (r->seg == last - 1)
+				r->crc ^= 1; /* the template's head: its records lost */
+		}
+	}
+	ret |= save_seed(dir, "segment-empty-below-head", FIX_SUM_CRC, img, all);
 #undef RESET
 	free(img);
 	return ret ? -EIO : 0;
@@ -823,7 +881,7 @@ static void describe(void)
 		for (unsigned i = 0; i < n_recs; i++)
 			recs += (rec_off[i] - tg.seg_start) / tg.seg_bytes == s;
 		printf("slot %" PRIu64 ": %u windowed records, summary %s (seg %" PRIu64 ", %u entries)\n",
-		       s, recs, summarized_slot(template_img) >= 0 && h->magic == WC_BLK_SUM_MAGIC &&
+		       s, recs, h->magic == WC_BLK_SUM_MAGIC && h->n <= tg.sum_cap &&
 		       h->crc == wc_blk_sum_crc(h, (const void *)(h + 1)) ? "intact" : "none",
 		       h->magic == WC_BLK_SUM_MAGIC ? h->seg : 0, h->magic == WC_BLK_SUM_MAGIC ? h->n : 0);
 	}
