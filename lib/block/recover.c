@@ -386,6 +386,11 @@ int wc_blk_recover(struct wc_cache *c)
 	b->log.clean = sc.st.clean_seg;
 	if (b->log.clean > b->log.head + 1)
 		b->log.clean = b->log.head + 1;
+	/* A state may put the clean point one below its tail (it passes
+	 * wc_blk_state_intact); the segment there is gone, and write-back,
+	 * which starts at the clean point, would wait for it forever. */
+	if (b->log.clean < b->log.tail)
+		b->log.clean = b->log.tail;
 	b->log.open_limit = sc.st.open_limit;
 	b->log.next_seq = sc.max_seq + 1;
 	/* A segment below the head where no record was found (all of them
