@@ -50,6 +50,7 @@ static bool replay_one(const struct fuzz_harness *h, const char *path, char *out
 		const char *what;
 
 		close(pipefd[0]);
+		alarm(60); /* a hang is a failed line (signal 14), not a stuck make check */
 		LLVMFuzzerTestOneInput(buf, (size_t)size);
 		what = h->outcome();
 		if (write(pipefd[1], what, strlen(what)) < 0)
