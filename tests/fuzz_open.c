@@ -22,11 +22,10 @@
  *
  * Builds:
  *  - libFuzzer (clang -fsanitize=fuzzer,...): tests/run-fuzz builds and runs it;
- *  - replay (WC_FUZZ_REPLAY): a main() that runs every file of a corpus
- *    folder through the same function and prints TAP (make check), or
- *    writes the seed corpus (--make-corpus DIR).
+ *  - replay (WC_FUZZ_REPLAY, with fuzz_replay.c): a main() that runs every
+ *    file of a corpus folder through the same function and prints TAP (make
+ *    check), or writes the seed corpus (--make-corpus DIR).
  */
-#include <dirent.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,13 +35,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "crash_model.h"
 #include "fault_origin.h"
 #include "core/format.h"
 #include "wcache.h"
+#ifdef WC_FUZZ_REPLAY
+#include "fuzz_replay.h"
+#endif
 
 #define BS 512u
 #define CACHE_BLOCKS 8u
@@ -487,110 +488,18 @@ static int make_corpus(const char *dir)
 	return ret ? -EIO : 0;
 }
 
-/* Each input runs in a child, so that a crash (abort, sanitizer report,
- * signal) is one failed TAP line and the remaining inputs still run. */
-static bool replay_one(const char *path, char *outcome, size_t len)
+static const char *outcome(void)
 {
-	uint8_t *buf = NULL;
-	int pipefd[2], status;
-	long size = 0;
-	ssize_t got;
-	FILE *f;
-	pid_t pid;
-
-	f = fopen(path, "rb");
-	if (f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
-		buf = malloc((size_t)size + 1);
-	if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
-		snprintf(outcome, len, "unreadable");
-		if (f)
-			fclose(f);
-		free(buf);
-		return false;
-	}
-	fclose(f);
-	if (pipe(pipefd) != 0) {
-		free(buf);
-		snprintf(outcome, len, "pipe: %s", strerror(errno));
-		return false;
-	}
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		close(pipefd[0]);
-		LLVMFuzzerTestOneInput(buf, (size_t)size);
-		if (write(pipefd[1], last_outcome, strlen(last_outcome)) < 0)
-			_exit(3);
-		_exit(0); /* the parent owns the image file */
-	}
-	close(pipefd[1]);
-	free(buf);
-	got = pid > 0 ? read(pipefd[0], outcome, len - 1) : -1;
-	outcome[got > 0 ? got : 0] = '\0';
-	close(pipefd[0]);
-	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
-		snprintf(outcome, len, "fork/wait failed");
-		return false;
-	}
-	if (WIFSIGNALED(status)) {
-		snprintf(outcome, len, "crashed with signal %d (the harness prints why)", WTERMSIG(status));
-		return false;
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(outcome, len, "exited with status %d", WEXITSTATUS(status));
-		return false;
-	}
-	return true;
-}
-
-static int replay_dir(const char *dir)
-{
-	struct dirent **names;
-	int n, files = 0, failed = 0;
-
-	setup(); /* in the parent: one image file, removed at its exit */
-	n = scandir(dir, &names, NULL, alphasort);
-	if (n < 0) {
-		printf("1..0 # SKIP no corpus at %s\n", dir);
-		return 0;
-	}
-	for (int i = 0; i < n; i++)
-		files += names[i]->d_name[0] != '.';
-	printf("1..%d\n", files);
-	for (int i = 0, t = 0; i < n; i++) {
-		char path[PATH_MAX + 264], outcome[sizeof(last_outcome)];
-
-		if (names[i]->d_name[0] != '.') {
-			bool ok;
-
-			snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-			ok = replay_one(path, outcome, sizeof(outcome));
-			printf("%s %d - %s: %s\n", ok ? "ok" : "not ok", ++t, names[i]->d_name, outcome);
-			failed += !ok;
-		}
-		free(names[i]);
-	}
-	free(names);
-	return failed;
+	return last_outcome;
 }
 
 int main(int argc, char **argv)
 {
-	const char *src = getenv("WC_TEST_SRCDIR");
-	char dir[PATH_MAX];
-	int ret;
+	static const struct fuzz_harness h = {
+		.corpus = "tests/fuzz-corpus", .setup = setup, .make_corpus = make_corpus,
+		.outcome = outcome,
+	};
 
-	if (argc == 3 && strcmp(argv[1], "--make-corpus") == 0) {
-		ret = make_corpus(argv[2]);
-		if (ret)
-			fprintf(stderr, "fuzz_open: writing the corpus into %s failed\n", argv[2]);
-		return ret ? 1 : 0;
-	}
-	if (argc == 2)
-		snprintf(dir, sizeof(dir), "%s", argv[1]);
-	else
-		snprintf(dir, sizeof(dir), "%s/tests/fuzz-corpus", src ? src : ".");
-	ret = replay_dir(dir);
-	return ret ? 1 : 0;
+	return fuzz_replay_main(&h, argc, argv);
 }
 #endif

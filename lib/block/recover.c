@@ -179,18 +179,23 @@ static bool summary_ok(const struct wc_blk *b, const struct wc_blk_sum_head *h, 
 }
 
 /* Check a summary's entries against the geometry: an intact CRC over
- * wrong numbers is a bug or a forgery, not a crash. */
+ * wrong numbers is a bug or a forgery, not a crash.  The writer places
+ * records one after the other, so entries name disjoint ranges in
+ * increasing order: that also bounds the data blocks by what the segment
+ * holds (the segment's list of versions has room for no more). */
 static int entries_ok(struct wc_cache *c, const struct wc_blk_sum_ent *e, uint32_t n, uint64_t seg)
 {
 	const struct wc_blk_geom *g = &c->blk->g;
+	uint64_t next = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t end = (uint64_t)e[i].off * g->lba +
-		               ((e[i].len & WC_BLK_SUM_DISCARD) ? g->lba : g->block_size);
+		uint64_t start = (uint64_t)e[i].off * g->lba,
+		         end = start + ((e[i].len & WC_BLK_SUM_DISCARD) ? g->lba : g->block_size);
 
-		if (end > g->seg_data_bytes || (i && e[i].seq < e[i - 1].seq))
+		if (end > g->seg_data_bytes || start < next || (i && e[i].seq < e[i - 1].seq))
 			return wc_err(-EUCLEAN, "%s: summary of segment %llu: entry %u is out of place",
 			              c->cache_path, (unsigned long long)seg, i);
+		next = end;
 	}
 	return 0;
 }
@@ -381,6 +386,11 @@ int wc_blk_recover(struct wc_cache *c)
 	b->log.clean = sc.st.clean_seg;
 	if (b->log.clean > b->log.head + 1)
 		b->log.clean = b->log.head + 1;
+	/* A state may put the clean point one below its tail (it passes
+	 * wc_blk_state_intact); the segment there is gone, and write-back,
+	 * which starts at the clean point, would wait for it forever. */
+	if (b->log.clean < b->log.tail)
+		b->log.clean = b->log.tail;
 	b->log.open_limit = sc.st.open_limit;
 	b->log.next_seq = sc.max_seq + 1;
 	/* A segment below the head whose records were all lost (none of them
@@ -464,7 +474,8 @@ uint64_t wc_blk_dirty_in_image(struct wc_cache *c)
 
 	/* A failed read counts what it got: the number is for a message. */
 	scan_ring(&sc);
-	qsort(d.blocks, d.n, sizeof(*d.blocks), cmp_u64);
+	if (d.n) /* d.blocks is NULL when nothing was found */
+		qsort(d.blocks, d.n, sizeof(*d.blocks), cmp_u64);
 	for (uint64_t i = 0; i < d.n; i++)
 		distinct += i == 0 || d.blocks[i] != d.blocks[i - 1];
 	free(d.blocks);
