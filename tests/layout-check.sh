@@ -32,7 +32,7 @@ allowed flush "util/[a-z_0-9]+\.h|flush/[a-z_0-9/]+\.h|$own"
 allowed origin "util/[a-z_0-9]+\.h|origin/[a-z_0-9]+\.h|$own"
 allowed core "util/[a-z_0-9]+\.h|flush/flush\.h|flush/engine\.h|origin/[a-z_0-9]+\.h|core/[a-z_0-9]+\.h|$own"
 allowed writeback "util/[a-z_0-9]+\.h|flush/flush\.h|origin/origin\.h|core/[a-z_0-9]+\.h|writeback/[a-z_0-9]+\.h|$own"
-allowed admin "util/[a-z_0-9]+\.h|flush/[a-z_0-9]+\.h|origin/[a-z_0-9]+\.h|core/[a-z_0-9]+\.h|admin/[a-z_0-9]+\.h|$own"
+allowed admin "util/[a-z_0-9]+\.h|flush/[a-z_0-9]+\.h|origin/[a-z_0-9]+\.h|core/[a-z_0-9]+\.h|block/format\.h|admin/[a-z_0-9]+\.h|$own"
 allowed block "util/[a-z_0-9]+\.h|origin/origin\.h|core/[a-z_0-9]+\.h|writeback/writeback\.h|block/[a-z_0-9]+\.h|$own"
 allowed api "util/[a-z_0-9]+\.h|flush/[a-z_0-9]+\.h|origin/[a-z_0-9]+\.h|core/[a-z_0-9]+\.h|writeback/writeback\.h|block/block\.h|api/[a-z_0-9]+\.h|abi\.h|$own"
 
