@@ -332,6 +332,8 @@ static uint64_t blk_format_origin_size(struct wc_cache *c)
 
 const struct wc_medium_ops wc_blk_medium_ops = {
 	.name = "block",
+	.id_offset = WC_BLK_ID_OFFSET,
+	.id_stride = WC_BLK_UNIT,
 	.id_slots = blk_id_slots,
 	.format_origin_size = blk_format_origin_size,
 	.write_id_slot = wc_blk_id_write,

@@ -196,7 +196,9 @@ static int check_unrecorded(struct wc_cache *c, uint64_t origin_size)
 		return wc_err(-EBADMSG, "%s: both origin identity slots (offsets %u and %u) are "
 		              "damaged, and the cache holds %s dirty blocks of an origin it can no "
 		              "longer name; if %s is that origin, `wcctl set-origin --force` records it",
-		              c->cache_path, WC_ORIGIN_ID_OFFSET, WC_ORIGIN_ID_OFFSET + 512,
+		              c->cache_path, c->medium ? c->medium->id_offset : WC_ORIGIN_ID_OFFSET,
+		              c->medium ? c->medium->id_offset + c->medium->id_stride
+		                        : WC_ORIGIN_ID_OFFSET + 512,
 		              thousands(n, sizeof(n), count_dirty(c)), b->now.name);
 	}
 	b->size = origin_size;

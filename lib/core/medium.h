@@ -17,6 +17,7 @@ struct wc_cache;
 
 struct wc_medium_ops {
 	const char *name;                                   /* "block" */
+	uint32_t id_offset, id_stride;                      /* where the two slots are (messages) */
 	/* The two identity slots as read at open. */
 	const struct wc_pmem_origin_id *(*id_slots)(struct wc_cache *c);
 	/* Bytes of origin at format. */
