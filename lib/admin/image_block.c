@@ -620,8 +620,11 @@ static void settle(struct scan *sc)
 	uint64_t di = 0, n_active = 0;
 	struct discard *active = sc->d; /* compacted in place behind di */
 
-	qsort(sc->v, sc->n_v, sizeof(*sc->v), cmp_version);
-	qsort(sc->d, sc->n_d, sizeof(*sc->d), cmp_discard);
+	/* No list when nothing was found: qsort wants a pointer all the same. */
+	if (sc->n_v)
+		qsort(sc->v, sc->n_v, sizeof(*sc->v), cmp_version);
+	if (sc->n_d)
+		qsort(sc->d, sc->n_d, sizeof(*sc->d), cmp_discard);
 	for (uint64_t i = 0; i < sc->n_v;) {
 		const struct version *v = &sc->v[i];
 		bool dropped = false;
