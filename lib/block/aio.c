@@ -81,6 +81,10 @@ static void *reaper(void *arg)
 
 		if (n < 0 && n != -EINTR) {
 			wc_set_error(c, -EIO, "block medium: io_getevents failed");
+			/* Writers waiting for a slot see the error state. */
+			pthread_mutex_lock(&b->aio.lock);
+			pthread_cond_broadcast(&b->aio.cond);
+			pthread_mutex_unlock(&b->aio.lock);
 			break;
 		}
 		for (int i = 0; i < n; i++) {
@@ -266,6 +270,11 @@ int wc_blk_aio_drain(struct wc_cache *c)
 		while ((seen[i] & 1) && atomic_load(&s->use) == seen[i]) {
 			if (s->failed) {
 				ret = wc_err(-EIO, "%s flush: a record's write failed", c->cache_path);
+				goto out;
+			}
+			if (wc_has_error(c)) {
+				ret = wc_err(-EIO, "%s flush: the cache is in error state (%d)", c->cache_path,
+				             wc_has_error(c));
 				goto out;
 			}
 			pthread_cond_wait(&b->aio.cond, &b->aio.lock);
