@@ -49,15 +49,7 @@ struct wcadm_blk_raw {
 
 bool wcadm_blk_is_image(const char *path)
 {
-	uint64_t magic = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool yes;
-
-	if (fd < 0)
-		return false;
-	yes = pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) && magic == WC_BLK_MAGIC;
-	close(fd);
-	return yes;
+	return wc_blk_is_block_image(path);
 }
 
 /* Whole reads; past the end of the file reads as zeros (the checks then

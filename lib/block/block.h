@@ -170,9 +170,6 @@ struct wc_blk {
 	uint64_t recover_ns;     /* the last recovery's time (wcbench recover) */
 };
 
-/* medium=auto: is this path for the block medium?  (create: the mapping's
- * granularity is page and nothing forced it; open: the magic.) */
-bool wc_blk_is_block_image(const char *path);
 
 /* device.c */
 int wc_blk_device_open(struct wc_cache *c, bool create, uint64_t create_size);

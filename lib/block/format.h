@@ -177,4 +177,9 @@ static inline uint64_t wc_blk_seg_offset(const struct wc_blk_geom *g, uint64_t s
 	return g->seg_start + (seg % g->n_segments) * g->seg_bytes;
 }
 
+/* medium=auto: is this path for the block medium?  (create: the mapping's
+ * granularity is page and nothing forced it; open: the magic, read by
+ * device.c.  wcctl asks it too.) */
+bool wc_blk_is_block_image(const char *path);
+
 #endif /* WC_BLOCK_FORMAT_H */
