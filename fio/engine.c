@@ -336,6 +336,10 @@ static void write_stats(const struct wcfio_shared *s)
 	wct_json_stats(&j, &st);
 	wct_json_str(&j, "granularity", st.granularity);
 	wct_json_str(&j, "origin_mode", st.origin_mode);
+	wct_json_str(&j, "medium", st.medium);
+	wct_json_u64(&j, "medium_records", st.medium_records);
+	wct_json_u64(&j, "medium_record_writes", st.medium_record_writes);
+	wct_json_u64(&j, "medium_reads", st.medium_reads);
 	wct_json_end(&j);
 	if (fclose(f) != 0)
 		log_err("wcache: wc_stats=%s: %s\n", s->stats_path, strerror(errno));

@@ -467,6 +467,11 @@ struct wc_stats {
 	 * the cache), and how long the last open's recovery took. */
 	uint64_t medium_records, medium_dsync_writes, medium_flushes, medium_segments_reclaimed;
 	uint64_t recovery_us;
+	/* 0.6, block medium: device writes that carried records (fewer than
+	 * medium_records when concurrent writers' records, adjacent on the
+	 * device, went as one request), and device reads (read hits,
+	 * write-back, recovery). */
+	uint64_t medium_record_writes, medium_reads;
 };
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 int wc_get_stats(wc_cache *c, struct wc_stats *st);

@@ -9,10 +9,13 @@
  * chosen and reported.
  */
 #include <check.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 
 #include "cachetest.h"
@@ -539,6 +542,168 @@ START_TEST(test_no_threads)
 }
 END_TEST
 
+/* Bytes of [0, size) of the file that are holes or unwritten extents;
+ * -1 where the file system has no FIEMAP. */
+static int64_t unwritten_bytes(const char *path, uint64_t size)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent ext[256];
+	} q;
+	int fd = open(path, O_RDONLY);
+	uint64_t pos = 0, bad = 0;
+
+	ck_assert_int_ge(fd, 0);
+	memset(&q, 0, sizeof(q));
+	q.fm.fm_length = size;
+	q.fm.fm_flags = FIEMAP_FLAG_SYNC;
+	q.fm.fm_extent_count = 256;
+	if (ioctl(fd, FS_IOC_FIEMAP, &q.fm) < 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	for (unsigned i = 0; i < q.fm.fm_mapped_extents && pos < size; i++) {
+		const struct fiemap_extent *e = &q.ext[i];
+		uint64_t hi = e->fe_logical + e->fe_length < size ? e->fe_logical + e->fe_length : size;
+
+		if (e->fe_logical > pos)
+			bad += e->fe_logical - pos;
+		if (e->fe_flags & FIEMAP_EXTENT_UNWRITTEN)
+			bad += hi - (e->fe_logical > pos ? e->fe_logical : pos);
+		pos = hi > pos ? hi : pos;
+	}
+	return (int64_t)(bad + (size - pos));
+}
+
+/* A cache made on a preallocated (fallocate) or sparse file: its extents
+ * are written at create, so no record write has to convert one (on ext4 a
+ * record into an unwritten extent takes the inode exclusively and waits
+ * for every write in flight). */
+START_TEST(test_preallocated_file_filled)
+{
+	for (int sparse = 0; sparse <= 1; sparse++) {
+		int fd = open(cache_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		int64_t before;
+		wc_cache *c;
+
+		ck_assert_int_ge(fd, 0);
+		if (sparse)
+			ck_assert_int_eq(ftruncate(fd, CACHE_BYTES), 0);
+		else if (fallocate(fd, 0, 0, CACHE_BYTES)) {
+			close(fd);
+			continue; /* a file system without fallocate: nothing to show */
+		}
+		close(fd);
+		before = unwritten_bytes(cache_path, CACHE_BYTES);
+		if (before < 0)
+			return; /* no FIEMAP here */
+		ck_assert_msg(before > CACHE_BYTES / 2, "%s file: only %lld bytes unwritten before create",
+		              sparse ? "sparse" : "fallocated", (long long)before);
+		c = create_block(NULL);
+		ck_assert_msg(unwritten_bytes(cache_path, CACHE_BYTES) == 0,
+		              "%s file: %lld bytes still unwritten after create", sparse ? "sparse" : "fallocated",
+		              (long long)unwritten_bytes(cache_path, CACHE_BYTES));
+		write_blocks(c, 7, 2, 1, 0);
+		write_blocks(c, 9, 1, 2, WC_FUA);
+		verify_all(c, "preallocated");
+		ck_assert_int_eq(wc_close(c), 0);
+		c = open_block();
+		verify_all(c, "preallocated, reopened");
+		ck_assert_int_eq(wc_close(c), 0);
+		unlink(cache_path);
+		for (unsigned i = 0; i < ORIGIN_BLOCKS; i++)
+			model[i] = UINT64_MAX;
+	}
+}
+END_TEST
+
+static void *nofua_writer(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t seed = 77 + w->id;
+	char *back = aligned_alloc(4096, 2 * BS);
+
+	/* Each thread its own quarter; every write read back at once (from
+	 * its record in flight, or the device). */
+	for (unsigned v = 1; v <= 3000; v++) {
+		uint64_t b = w->id * (ORIGIN_BLOCKS / 4) + ct_rand(&seed) % (ORIGIN_BLOCKS / 4 - 2);
+		unsigned n = 1 + (unsigned)(ct_rand(&seed) % 2);
+		uint64_t version = v + w->id * 100000;
+
+		write_blocks(w->c, b, n, version, 0);
+		ck_assert_int_eq(wc_read(w->c, back, (size_t)n * BS, b * BS), (ssize_t)n * BS);
+		for (unsigned i = 0; i < n; i++)
+			ck_assert_msg(ct_block_is(back + (size_t)i * BS, BS, b + i, version) == 0,
+			              "block %llu reads otherwise right after its write",
+			              (unsigned long long)(b + i));
+	}
+	free(back);
+	return NULL;
+}
+
+/* Writers without FUA at once: their records, adjacent on the device, may
+ * go as one request; each lands where its header says. */
+START_TEST(test_concurrent_records)
+{
+	wc_cache *c = create_block(NULL);
+	pthread_t t[4];
+	struct worker w[4];
+	struct wc_stats st;
+
+	for (unsigned i = 0; i < 4; i++) {
+		w[i] = (struct worker){ c, i };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, nofua_writer, &w[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	verify_all(c, "after the writers");
+	ck_assert_int_eq(wc_flush(c), 0);
+	ck_assert_int_eq(wc_get_stats(c, &st), 0);
+	ck_assert_uint_ge(st.medium_records, 12000);
+	ck_assert_uint_ge(st.medium_record_writes, 1);
+	ck_assert_uint_le(st.medium_record_writes, st.medium_records);
+	ck_assert_int_eq(wc_close(c), 0);
+	c = open_block();
+	verify_all(c, "after reopen");
+	ck_assert_int_eq(wc_close(c), 0);
+}
+END_TEST
+
+/* Write-back of a segment whose current versions are far apart (the rest
+ * written again since): several reads of the device at once, each version
+ * reaching the origin. */
+START_TEST(test_writeback_sparse_segment)
+{
+	wc_cache *c = create_block("high_watermark=90,low_watermark=80");
+	char *buf = aligned_alloc(4096, BS);
+	int fd;
+
+	/* 256 blocks in a row, then all but every 10th written again: the
+	 * first segments keep one current version per ~46 KiB. */
+	for (uint64_t b = 0; b < 256; b++)
+		write_blocks(c, b, 1, 1, 0);
+	for (uint64_t b = 0; b < 256; b++)
+		if (b % 10)
+			write_blocks(c, b, 1, 2, 0);
+	write_blocks(c, 1000, 1, 3, WC_FUA);
+	ck_assert_msg(wc_writeback(c) == 0, "%s", wc_errmsg());
+	verify_all(c, "after write-back");
+	ck_assert_int_eq(wc_close(c), 0);
+	fd = open(origin_path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	for (uint64_t b = 0; b <= 1000; b++) {
+		if (model[b] == UINT64_MAX)
+			continue;
+		ck_assert_int_eq(pread(fd, buf, BS, (off_t)(b * BS)), BS);
+		ck_assert_msg(ct_block_is(buf, BS, b, model[b]) == 0, "origin block %llu is not version %llu",
+		              (unsigned long long)b, (unsigned long long)model[b]);
+	}
+	close(fd);
+	free(buf);
+}
+END_TEST
+
 static Suite *block_suite(void)
 {
 	Suite *s = suite_create("block medium");
@@ -558,6 +723,9 @@ static Suite *block_suite(void)
 	tcase_add_test(tc, test_damaged_metadata_refused);
 	tcase_add_test(tc, test_medium_mismatch);
 	tcase_add_test(tc, test_no_threads);
+	tcase_add_test(tc, test_preallocated_file_filled);
+	tcase_add_test(tc, test_concurrent_records);
+	tcase_add_test(tc, test_writeback_sparse_segment);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -74,6 +74,8 @@ static int stats_fill(wc_cache *c, struct wc_stats *st)
 		st->medium_flushes = atomic_load(&b->st.device_flushes);
 		st->medium_segments_reclaimed = atomic_load(&b->st.segments_reclaimed);
 		st->recovery_us = b->recover_ns / 1000;
+		st->medium_record_writes = atomic_load(&b->st.record_writes);
+		st->medium_reads = atomic_load(&b->st.device_reads);
 		st->pmem_source = "none (block medium)";
 	}
 	return 0;

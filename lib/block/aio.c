@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * aio.c -- records of writes without FUA in flight: the write returns once
- * its record is built, published and submitted, not once the device has it.
+ * its record is built, published and queued for the device, not once the
+ * device has it.
  *
  * Such a write is not durable before the next device flush anyway, so
  * waiting for its device write bought nothing but latency: one writer
@@ -12,11 +13,27 @@
  * A slot holds one record's buffer from its build to its completion.  Its
  * versions are published with WC_E_INFLIGHT: a read finds the slot by the
  * version's device offset and copies from its buffer.  `use` is odd from
- * the slot's submission to its completion (a seqlock): a reader that saw
- * it change during its copy reads the device instead, which has the data
- * by then.  The completion clears the flags first, then counts the record
+ * the slot's queueing to its completion (a seqlock): a reader that saw it
+ * change during its copy reads the device instead, which has the data by
+ * then.  The completion clears the flags first, then counts the record
  * written (for wc_flush and the autocommit) and done (for its segment's
  * summary and write-back), then makes `use` even and frees the slot.
+ *
+ * Submission: one writer at a time submits the queue, its own record and
+ * those other writers queued meanwhile (they return at once); records
+ * adjacent on the device -- reserved one after the other -- go as one
+ * request.  Each request costs a system call, a doorbell and an interrupt
+ * (on this project's VM ~12 us of CPU per request): 4 fio jobs through the
+ * engine went from 0.70 to 0.82 of raw libaio at queue depth 32, about 3
+ * records per device write.
+ *
+ * Completion: by the writers, in batches -- the submitter takes what the
+ * device has finished once REAP_AT records are in flight, without
+ * waiting, and a writer that finds no free slot waits for the device in
+ * io_getevents.  A completion thread asleep in io_getevents would be woken
+ * by every completion (twice the context switches, measured); it only
+ * sweeps up, every REAP_BUSY_MS, what no writer took (the last records of
+ * a burst).
  *
  * wc_flush first waits for the slots busy when it was called: a write that
  * returned before the flush is then on the device before the device flush.
@@ -34,7 +51,15 @@
 #include "core/cache.h"
 #include "util/error.h"
 
-static void complete(struct wc_cache *c, struct wc_blk_aslot *s, int err)
+/* Records in flight at which a writer takes the finished ones itself. */
+#define REAP_AT 16
+/* The completion thread's sweep while records are in flight (with none,
+ * it sleeps until one is submitted). */
+#define REAP_BUSY_MS 1
+
+/* A record's end: its versions leave the slot, it counts as written and
+ * done.  True when the slot is to be freed (the caller frees a batch). */
+static bool complete_record(struct wc_cache *c, struct wc_blk_aslot *s, int err)
 {
 	struct wc_blk *b = c->blk;
 
@@ -49,7 +74,7 @@ static void complete(struct wc_cache *c, struct wc_blk_aslot *s, int err)
 		pthread_cond_broadcast(&b->aio.cond);
 		pthread_mutex_unlock(&b->aio.lock);
 		wc_blk_record_done(c, &s->r);
-		return;
+		return false;
 	}
 	for (unsigned i = 0; i < s->n; i++) {
 		struct wc_entry *e = &c->e[s->idx[i]];
@@ -62,51 +87,107 @@ static void complete(struct wc_cache *c, struct wc_blk_aslot *s, int err)
 	}
 	wc_blk_record_written(c, s->n, s->len);
 	wc_blk_record_done(c, &s->r);
+	return true;
+}
+
+static void free_slots(struct wc_cache *c, struct wc_blk_aslot *const *done, unsigned n)
+{
+	struct wc_blk *b = c->blk;
+
+	if (!n)
+		return;
 	pthread_mutex_lock(&b->aio.lock);
-	atomic_fetch_add_explicit(&s->use, 1, memory_order_release); /* even: free */
-	b->aio.free[b->aio.n_free++] = (unsigned)(s - b->aio.slots);
+	for (unsigned i = 0; i < n; i++) {
+		atomic_fetch_add_explicit(&done[i]->use, 1, memory_order_release); /* even: free */
+		b->aio.free[b->aio.n_free++] = (unsigned)(done[i] - b->aio.slots);
+	}
+	atomic_fetch_sub_explicit(&b->aio.in_flight, n, memory_order_relaxed);
 	pthread_cond_broadcast(&b->aio.cond);
 	pthread_mutex_unlock(&b->aio.lock);
+}
+
+static void complete(struct wc_cache *c, struct wc_blk_aslot *s, int err)
+{
+	if (complete_record(c, s, err))
+		free_slots(c, &s, 1);
+}
+
+/* Complete the records the device has finished: at least min_nr, waiting
+ * up to `ts` for them (NULL: not at all).  Any thread may: io_getevents
+ * hands each event to one caller.  Returns the count, or -errno when the
+ * context failed (the cache is then in error state). */
+static int reap(struct wc_cache *c, long min_nr, const struct timespec *ts)
+{
+	struct wc_blk *b = c->blk;
+	struct io_event ev[32];
+	struct wc_blk_aslot *done[WC_BLK_AIO_SLOTS];
+	struct timespec zero = { 0, 0 }, wait = ts ? *ts : zero;
+	unsigned n_done = 0;
+	int n = io_getevents(b->aio.ctx, min_nr, 32, ev, &wait);
+
+	if (n == -EINTR)
+		return 0;
+	if (n < 0) {
+		wc_set_error(c, -EIO, "block medium: io_getevents failed");
+		/* Writers waiting for a slot see the error state. */
+		pthread_mutex_lock(&b->aio.lock);
+		pthread_cond_broadcast(&b->aio.cond);
+		pthread_mutex_unlock(&b->aio.lock);
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		struct wc_blk_aslot *s = ev[i].data;
+		long res = (long)ev[i].res;
+		int err = 0;
+
+		if (res < 0)
+			err = wc_err_sys((int)res, "%s: record: write of %zu bytes at %llu",
+			                 c->cache_path, s->run_len, (unsigned long long)s->r.off);
+		else if ((size_t)res != s->run_len)
+			err = wc_err(-EIO, "%s: record: short write at %llu (%ld of %zu bytes)",
+			             c->cache_path, (unsigned long long)s->r.off, res, s->run_len);
+		for (struct wc_blk_aslot *next; s; s = next) {
+			next = s->run_next;
+			if (complete_record(c, s, err))
+				done[n_done++] = s;
+		}
+	}
+	free_slots(c, done, n_done);
+	return n;
 }
 
 static void *reaper(void *arg)
 {
 	struct wc_cache *c = arg;
 	struct wc_blk *b = c->blk;
-	struct io_event ev[WC_BLK_AIO_SLOTS];
 
 	for (;;) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-		int n = io_getevents(b->aio.ctx, 1, WC_BLK_AIO_SLOTS, ev, &ts);
+		struct timespec ts = wc_clock_deadline_ms(REAP_BUSY_MS);
+		int n;
 
-		if (n < 0 && n != -EINTR) {
-			wc_set_error(c, -EIO, "block medium: io_getevents failed");
-			/* Writers waiting for a slot see the error state. */
-			pthread_mutex_lock(&b->aio.lock);
-			pthread_cond_broadcast(&b->aio.cond);
-			pthread_mutex_unlock(&b->aio.lock);
+		pthread_mutex_lock(&b->aio.lock);
+		if (!atomic_load(&b->aio.stop)) {
+			if (atomic_load(&b->aio.in_flight))
+				pthread_cond_timedwait(&b->aio.sweep, &b->aio.lock, &ts);
+			else
+				pthread_cond_wait(&b->aio.sweep, &b->aio.lock);
+		}
+		pthread_mutex_unlock(&b->aio.lock);
+		while ((n = reap(c, 0, NULL)) > 0)
+			;
+		if (n < 0)
 			break;
-		}
-		for (int i = 0; i < n; i++) {
-			struct wc_blk_aslot *s = ev[i].data;
-			long res = (long)ev[i].res;
-			int err = 0;
-
-			if (res < 0)
-				err = wc_err_sys((int)res, "%s: record: write of %zu bytes at %llu",
-				                 c->cache_path, s->len, (unsigned long long)s->r.off);
-			else if ((size_t)res != s->len)
-				err = wc_err(-EIO, "%s: record: short write at %llu (%ld of %zu bytes)",
-				             c->cache_path, (unsigned long long)s->r.off, res, s->len);
-			complete(c, s, err);
-		}
-		if (n <= 0 && atomic_load(&b->aio.stop)) {
+		if (atomic_load(&b->aio.stop)) {
 			bool idle;
 
 			pthread_mutex_lock(&b->aio.lock);
 			idle = b->aio.n_free + b->aio.n_failed == WC_BLK_AIO_SLOTS;
 			pthread_mutex_unlock(&b->aio.lock);
 			if (idle)
+				break;
+			/* Closing: wait for the device, not the clock. */
+			ts = (struct timespec){ 0, 10 * 1000 * 1000 };
+			if (reap(c, 1, &ts) < 0)
 				break;
 		}
 	}
@@ -123,6 +204,8 @@ int wc_blk_aio_start(struct wc_cache *c)
 		return wc_err(-ENOMEM, "%s: record slots", c->cache_path);
 	pthread_mutex_init(&b->aio.lock, NULL);
 	pthread_cond_init(&b->aio.cond, NULL);
+	pthread_cond_init(&b->aio.sweep, NULL);
+	pthread_mutex_init(&b->aio.sub_lock, NULL);
 	for (unsigned i = 0; i < WC_BLK_AIO_SLOTS; i++)
 		b->aio.free[b->aio.n_free++] = WC_BLK_AIO_SLOTS - 1 - i;
 	b->aio.inline_io = b->io || c->cfg.no_threads;
@@ -151,7 +234,10 @@ void wc_blk_aio_stop(struct wc_cache *c)
 	if (!b || !b->aio.slots)
 		return;
 	if (b->aio.running) {
+		pthread_mutex_lock(&b->aio.lock);
 		atomic_store(&b->aio.stop, true);
+		pthread_cond_signal(&b->aio.sweep);
+		pthread_mutex_unlock(&b->aio.lock);
 		pthread_join(b->aio.thread, NULL);
 		io_destroy(b->aio.ctx);
 		b->aio.running = false;
@@ -174,13 +260,23 @@ int wc_blk_aio_get(struct wc_cache *c, size_t len, struct wc_blk_aslot **out)
 
 	pthread_mutex_lock(&b->aio.lock);
 	while (!b->aio.n_free) {
+		struct timespec ts = { 0, 1000 * 1000 };
+
 		if (wc_has_error(c)) {
 			pthread_mutex_unlock(&b->aio.lock);
 			return wc_err(-EIO, "%s write: the cache is in error state (%d)", c->cache_path,
 			              wc_has_error(c));
 		}
-		/* Every slot is in flight: the device's queue is full. */
-		pthread_cond_wait(&b->aio.cond, &b->aio.lock);
+		/* Every slot is in flight: the device's queue is full.  Wait
+		 * for the device ourselves (another writer may take the event:
+		 * then the slot it freed is seen here within the timeout). */
+		if (b->aio.inline_io) {
+			pthread_cond_wait(&b->aio.cond, &b->aio.lock);
+			continue;
+		}
+		pthread_mutex_unlock(&b->aio.lock);
+		reap(c, 1, &ts);
+		pthread_mutex_lock(&b->aio.lock);
 	}
 	s = &b->aio.slots[b->aio.free[--b->aio.n_free]];
 	pthread_mutex_unlock(&b->aio.lock);
@@ -214,24 +310,120 @@ void wc_blk_aio_mark_busy(struct wc_blk_aslot *s)
 	atomic_fetch_add_explicit(&s->use, 1, memory_order_release); /* odd: in flight */
 }
 
+/* One record written at once, by this thread. */
+static int write_now(struct wc_cache *c, struct wc_blk_aslot *s)
+{
+	atomic_fetch_add_explicit(&c->blk->st.record_writes, 1, memory_order_relaxed);
+	return wc_blk_pwrite(c, s->buf, s->len, s->r.off, false, "record");
+}
+
+static int by_offset(const void *a, const void *b)
+{
+	const struct wc_blk_aslot *x = *(struct wc_blk_aslot *const *)a;
+	const struct wc_blk_aslot *y = *(struct wc_blk_aslot *const *)b;
+
+	return x->r.off < y->r.off ? -1 : x->r.off > y->r.off;
+}
+
+/* Write queued records: those adjacent on the device (reserved one after
+ * the other) as one request of up to WC_BLK_AIO_MERGE, all requests with
+ * one io_submit. */
+static void submit_batch(struct wc_cache *c, struct wc_blk_aslot **q, unsigned n)
+{
+	struct wc_blk *b = c->blk;
+	struct iocb *reqs[WC_BLK_AIO_SLOTS];
+	unsigned n_reqs = 0, done = 0;
+
+	qsort(q, n, sizeof(*q), by_offset);
+	for (unsigned i = 0; i < n;) {
+		struct wc_blk_aslot *head = q[i], *last = head;
+		unsigned k = 1;
+
+		head->iov[0] = (struct iovec){ head->buf, head->len };
+		head->run_len = head->len;
+		head->run_next = NULL;
+		while (i + k < n && k < WC_BLK_AIO_MERGE &&
+		       q[i + k]->r.off == last->r.off + last->len) {
+			struct wc_blk_aslot *s = q[i + k];
+
+			head->iov[k] = (struct iovec){ s->buf, s->len };
+			head->run_len += s->len;
+			s->run_next = NULL;
+			last->run_next = s;
+			last = s;
+			k++;
+		}
+		if (k == 1)
+			io_prep_pwrite(&head->iocb, b->fd, head->buf, head->len, (long long)head->r.off);
+		else
+			io_prep_pwritev(&head->iocb, b->fd, head->iov, (int)k, (long long)head->r.off);
+		head->iocb.data = head;
+		reqs[n_reqs++] = &head->iocb;
+		i += k;
+	}
+	if (atomic_fetch_add(&b->aio.in_flight, n) == 0) {
+		/* The completion thread sleeps while nothing is in flight. */
+		pthread_mutex_lock(&b->aio.lock);
+		pthread_cond_signal(&b->aio.sweep);
+		pthread_mutex_unlock(&b->aio.lock);
+	}
+	atomic_fetch_add_explicit(&b->st.record_writes, n_reqs, memory_order_relaxed);
+	while (done < n_reqs) {
+		int ret = io_submit(b->aio.ctx, (long)(n_reqs - done), reqs + done);
+
+		if (ret > 0) {
+			done += (unsigned)ret;
+			continue;
+		}
+		if (ret == -EAGAIN || ret == -EINTR)
+			continue;
+		break;
+	}
+	/* What the kernel refused is written here instead. */
+	for (unsigned i = done; i < n_reqs; i++) {
+		struct wc_blk_aslot *s = reqs[i]->data;
+
+		for (struct wc_blk_aslot *next; s; s = next) {
+			next = s->run_next;
+			complete(c, s, write_now(c, s));
+		}
+	}
+}
+
+/* The record is queued for submission, and the writer returns: one
+ * writer at a time submits the queue -- its own record and those that
+ * arrived meanwhile -- until the queue is empty (so no record waits for a
+ * submitter that left).  Concurrent writers' records, adjacent on the
+ * device, then go as one request: fewer system calls, device requests and
+ * interrupts per record. */
 void wc_blk_aio_submit(struct wc_cache *c, struct wc_blk_aslot *s)
 {
 	struct wc_blk *b = c->blk;
-	struct iocb *p = &s->iocb;
+	struct wc_blk_aslot *batch[WC_BLK_AIO_SLOTS];
+	unsigned n;
 
-	if (!b->aio.inline_io) {
-		io_prep_pwrite(p, b->fd, s->buf, s->len, (long long)s->r.off);
-		p->data = s;
-		for (;;) {
-			int ret = io_submit(b->aio.ctx, 1, &p);
-
-			if (ret == 1)
-				return;
-			if (ret != -EAGAIN && ret != -EINTR)
-				break; /* written below instead */
-		}
+	if (b->aio.inline_io) {
+		complete(c, s, write_now(c, s));
+		return;
 	}
-	complete(c, s, wc_blk_pwrite(c, s->buf, s->len, s->r.off, false, "record"));
+	pthread_mutex_lock(&b->aio.sub_lock);
+	b->aio.queue[b->aio.n_queued++] = s;
+	if (b->aio.submitting) {
+		pthread_mutex_unlock(&b->aio.sub_lock);
+		return;
+	}
+	b->aio.submitting = true;
+	while ((n = b->aio.n_queued)) {
+		memcpy(batch, b->aio.queue, n * sizeof(batch[0]));
+		b->aio.n_queued = 0;
+		pthread_mutex_unlock(&b->aio.sub_lock);
+		submit_batch(c, batch, n);
+		pthread_mutex_lock(&b->aio.sub_lock);
+	}
+	b->aio.submitting = false;
+	pthread_mutex_unlock(&b->aio.sub_lock);
+	if (atomic_load_explicit(&b->aio.in_flight, memory_order_relaxed) >= REAP_AT)
+		reap(c, 0, NULL);
 }
 
 bool wc_blk_aio_read(struct wc_cache *c, void *dst, uint64_t where, size_t len)
@@ -257,30 +449,34 @@ int wc_blk_aio_drain(struct wc_cache *c)
 {
 	struct wc_blk *b = c->blk;
 	unsigned seen[WC_BLK_AIO_SLOTS];
-	int ret = 0;
 
 	if (!b->aio.slots)
 		return 0;
-	pthread_mutex_lock(&b->aio.lock);
 	for (unsigned i = 0; i < WC_BLK_AIO_SLOTS; i++)
 		seen[i] = atomic_load(&b->aio.slots[i].use);
 	for (unsigned i = 0; i < WC_BLK_AIO_SLOTS; i++) {
 		struct wc_blk_aslot *s = &b->aio.slots[i];
 
 		while ((seen[i] & 1) && atomic_load(&s->use) == seen[i]) {
-			if (s->failed) {
-				ret = wc_err(-EIO, "%s flush: a record's write failed", c->cache_path);
-				goto out;
+			struct timespec ts = { 0, 1000 * 1000 };
+
+			if (s->failed)
+				return wc_err(-EIO, "%s flush: a record's write failed", c->cache_path);
+			if (wc_has_error(c))
+				return wc_err(-EIO, "%s flush: the cache is in error state (%d)",
+				              c->cache_path, wc_has_error(c));
+			/* The flush waits for the device itself: no thread's
+			 * wake-up between the device and the flush. */
+			if (b->aio.inline_io) {
+				pthread_mutex_lock(&b->aio.lock);
+				if (atomic_load(&s->use) == seen[i] && !s->failed)
+					pthread_cond_wait(&b->aio.cond, &b->aio.lock);
+				pthread_mutex_unlock(&b->aio.lock);
+			} else if (reap(c, 1, &ts) < 0) {
+				return wc_err(-EIO, "%s flush: the cache is in error state (%d)",
+				              c->cache_path, wc_has_error(c));
 			}
-			if (wc_has_error(c)) {
-				ret = wc_err(-EIO, "%s flush: the cache is in error state (%d)", c->cache_path,
-				             wc_has_error(c));
-				goto out;
-			}
-			pthread_cond_wait(&b->aio.cond, &b->aio.lock);
 		}
 	}
-out:
-	pthread_mutex_unlock(&b->aio.lock);
-	return ret;
+	return 0;
 }

@@ -74,8 +74,13 @@ struct wc_blk_resv {
 /* A record of a write without FUA, from its build to its completion
  * (aio.c). */
 #define WC_BLK_AIO_SLOTS 128u
+/* Records adjacent on the device written by one request (aio.c). */
+#define WC_BLK_AIO_MERGE 16u
 struct wc_blk_aslot {
-	struct iocb iocb;
+	struct iocb iocb;        /* the first record's: the request of its run */
+	struct iovec iov[WC_BLK_AIO_MERGE];
+	struct wc_blk_aslot *run_next; /* the next record of its request */
+	size_t run_len;          /* the request's bytes (the first record's) */
 	char *buf;               /* header + data, aligned */
 	size_t cap, len;
 	struct wc_blk_resv r;
@@ -89,7 +94,7 @@ struct wc_blk_aslot {
 };
 
 struct wc_blk_stats {
-	atomic_uint_fast64_t records, record_bytes, dsync_writes, device_flushes, device_reads,
+	atomic_uint_fast64_t records, record_bytes, record_writes, dsync_writes, device_flushes, device_reads,
 	                     summaries, segments_reclaimed, evicted, waits_for_space;
 };
 
@@ -153,6 +158,7 @@ struct wc_blk {
 		uint32_t backoff_ms;
 		void *buf;                   /* write-back's read buffer */
 		size_t buf_len;
+		io_context_t ctx;            /* its reads, several at once (0: one by one) */
 	} wb;
 
 	struct {
@@ -160,6 +166,12 @@ struct wc_blk {
 		unsigned free[WC_BLK_AIO_SLOTS], n_free, n_failed;
 		pthread_mutex_t lock;
 		pthread_cond_t cond;         /* a slot freed, a record completed */
+		pthread_cond_t sweep;        /* the completion thread's sleep (stop) */
+		atomic_uint in_flight;       /* records submitted, not completed */
+		pthread_mutex_t sub_lock;    /* the records waiting for submission */
+		struct wc_blk_aslot *queue[WC_BLK_AIO_SLOTS];
+		unsigned n_queued;
+		bool submitting;             /* a writer is submitting the queue */
 		io_context_t ctx;
 		pthread_t thread;
 		bool running, inline_io;
@@ -175,6 +187,16 @@ struct wc_blk {
 int wc_blk_device_open(struct wc_cache *c, bool create, uint64_t create_size);
 void wc_blk_device_close(struct wc_cache *c);
 int wc_blk_pread(struct wc_cache *c, void *buf, size_t len, uint64_t off, const char *what);
+/* Several reads at once through ctx (submitted together, all waited for);
+ * one by one without a context or under the test hooks. */
+struct wc_blk_rd {
+	void *buf;
+	size_t len;
+	uint64_t off;
+};
+#define WC_BLK_RD_MAX 64u
+int wc_blk_pread_many(struct wc_cache *c, io_context_t ctx, const struct wc_blk_rd *rd, unsigned n,
+                      const char *what);
 int wc_blk_pwrite(struct wc_cache *c, const void *buf, size_t len, uint64_t off, bool dsync,
                   const char *what);
 int wc_blk_fdatasync(struct wc_cache *c, const char *what);

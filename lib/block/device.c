@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,30 +53,120 @@ static uint32_t dio_alignment(struct wc_blk *b, const struct stat *st)
 	return 4096;
 }
 
-/* Make a new file of `size` bytes whose extents are written: ext4 and XFS
- * mark fallocated extents unwritten, and the first synced write into one
- * commits the journal (several device writes instead of one).  Written once
- * at create, with large O_DIRECT writes. */
-static int fill_file(struct wc_cache *c, uint64_t from, uint64_t size)
+/* Store zeros over [from, to) with large O_DIRECT writes (`to` rounded
+ * down to the logical block: a partial last block is not part of the
+ * format). */
+static int write_zeros(struct wc_cache *c, uint64_t from, uint64_t to)
 {
 	struct wc_blk *b = c->blk;
 	size_t chunk = 8u << 20;
-	void *z = wc_blk_alloc_buf(c, chunk);
+	void *z;
 	int ret = 0;
 
+	from = from / b->lba * b->lba;
+	to = to / b->lba * b->lba;
+	if (from >= to)
+		return 0;
+	z = wc_blk_alloc_buf(c, chunk);
 	if (!z)
 		return wc_err(-ENOMEM, "%s: zero buffer", c->cache_path);
 	memset(z, 0, chunk);
-	for (uint64_t off = from / 65536 * 65536; off < size && !ret; off += chunk) {
-		size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
+	for (uint64_t off = from; off < to && !ret; off += chunk) {
+		size_t n = to - off < chunk ? (size_t)(to - off) : chunk;
 
-		ret = wc_blk_pwrite(c, z, (n + b->lba - 1) / b->lba * b->lba, off, false, "fill");
+		ret = wc_blk_pwrite(c, z, n, off, false, "fill");
 	}
 	free(z);
-	if (!ret && ftruncate(b->fd, (off_t)size))
-		ret = wc_err_sys(-errno, "%s: truncate to %llu", c->cache_path, (unsigned long long)size);
-	if (!ret)
-		ret = wc_blk_fdatasync(c, "fill");
+	return ret;
+}
+
+/* Make every extent of the file's first `size` bytes written: ext4 and XFS
+ * mark fallocated extents unwritten (and a sparse file has holes), and a
+ * write into one must convert it -- a journal commit for a synced write,
+ * and on ext4 a record write that is not a whole number of file-system
+ * blocks takes the inode exclusively and waits for every direct write in
+ * flight (measured: 4,608-byte writes at queue depth 32 over an fallocated
+ * file, 16,764 IOPS; the same file written, 115,953).  Holes and unwritten
+ * ranges only, found with FIEMAP; a file system without FIEMAP is left as
+ * it is.  Their content reads as zeros before and after: nothing changes
+ * but the extent state.  Returns the bytes written, or a negative errno. */
+static int64_t fill_unwritten(struct wc_cache *c, uint64_t size)
+{
+	enum { N_EXT = 128 };
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent ext[N_EXT];
+	} q;
+	struct wc_blk *b = c->blk;
+	uint64_t pos = 0, filled = 0;
+
+	while (pos < size) {
+		int ret;
+
+		memset(&q, 0, sizeof(q));
+		q.fm.fm_start = pos;
+		q.fm.fm_length = size - pos;
+		q.fm.fm_extent_count = N_EXT;
+		if (ioctl(b->fd, FS_IOC_FIEMAP, &q.fm) < 0) {
+			if (errno == EOPNOTSUPP || errno == ENOTTY || errno == EINVAL)
+				return (int64_t)filled;
+			return wc_err_sys(-errno, "%s: FIEMAP at %llu", c->cache_path,
+			                  (unsigned long long)pos);
+		}
+		if (!q.fm.fm_mapped_extents) {
+			ret = write_zeros(c, pos, size); /* a hole to the end */
+			return ret ? ret : (int64_t)(filled + size - pos);
+		}
+		for (unsigned i = 0; i < q.fm.fm_mapped_extents && pos < size; i++) {
+			const struct fiemap_extent *e = &q.ext[i];
+			uint64_t lo = e->fe_logical, hi = e->fe_logical + e->fe_length;
+
+			if (hi > size)
+				hi = size;
+			if (lo > pos) { /* a hole before it */
+				uint64_t to = lo < size ? lo : size;
+
+				if ((ret = write_zeros(c, pos, to)))
+					return ret;
+				filled += to - pos;
+				pos = to;
+			}
+			if ((e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) && hi > pos) {
+				if ((ret = write_zeros(c, pos, hi)))
+					return ret;
+				filled += hi - pos;
+			}
+			if (hi > pos)
+				pos = hi;
+			if ((e->fe_flags & FIEMAP_EXTENT_LAST) && pos < size) {
+				if ((ret = write_zeros(c, pos, size)))
+					return ret;
+				filled += size - pos;
+				pos = size;
+			}
+		}
+	}
+	return (int64_t)filled;
+}
+
+/* A new file, or a file grown to `size` bytes, or an existing one with
+ * unwritten extents: all of it written once, then durable. */
+static int fill_file(struct wc_cache *c, uint64_t old_size, uint64_t size)
+{
+	struct wc_blk *b = c->blk;
+	int64_t filled;
+	int ret;
+
+	if (old_size < size && ftruncate(b->fd, (off_t)size))
+		return wc_err_sys(-errno, "%s: truncate to %llu", c->cache_path,
+		                  (unsigned long long)size);
+	if (b->io) /* the simulator's device: no extents, only the new bytes */
+		filled = old_size < size ? write_zeros(c, old_size, size) : 0;
+	else
+		filled = fill_unwritten(c, size);
+	if (filled < 0)
+		return (int)filled;
+	ret = old_size < size || filled ? wc_blk_fdatasync(c, "fill") : 0;
 	return ret;
 }
 
@@ -125,14 +216,16 @@ int wc_blk_device_open(struct wc_cache *c, bool create, uint64_t create_size)
 			return wc_err_sys(-errno, "%s: BLKGETSIZE64", c->cache_path);
 		b->dev_bytes = sz;
 	} else {
-		b->dev_bytes = (uint64_t)st.st_size;
-		if (create && create_size && b->dev_bytes < create_size) {
-			int ret = fill_file(c, b->dev_bytes, create_size);
+		uint64_t size = (uint64_t)st.st_size;
+		int ret;
 
-			if (ret)
-				return ret;
-			b->dev_bytes = create_size;
-		}
+		if (create && create_size > size)
+			size = create_size;
+		/* Also on open: a cache made on a preallocated file by an older
+		 * version, or a file copied sparse, is filled once. */
+		if ((ret = fill_file(c, (uint64_t)st.st_size, size)))
+			return ret;
+		b->dev_bytes = size;
 	}
 	fl = fcntl(b->fd, F_GETFL);
 	snprintf(b->mode, sizeof(b->mode), "%s, %s, logical block %u B, records written with %s",
@@ -187,6 +280,66 @@ int wc_blk_pread(struct wc_cache *c, void *buf, size_t len, uint64_t off, const 
 	}
 	atomic_fetch_add_explicit(&b->st.device_reads, 1, memory_order_relaxed);
 	return 0;
+}
+
+int wc_blk_pread_many(struct wc_cache *c, io_context_t ctx, const struct wc_blk_rd *rd, unsigned n,
+                      const char *what)
+{
+	struct wc_blk *b = c->blk;
+	struct iocb cb[WC_BLK_RD_MAX], *p[WC_BLK_RD_MAX];
+	struct io_event ev[WC_BLK_RD_MAX];
+	unsigned submitted = 0, reaped = 0;
+	int ret = 0;
+
+	if (!ctx || b->io || n < 2 || n > WC_BLK_RD_MAX) {
+		for (unsigned i = 0; i < n && !ret; i++)
+			ret = wc_blk_pread(c, rd[i].buf, rd[i].len, rd[i].off, what);
+		return ret;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		io_prep_pread(&cb[i], b->fd, rd[i].buf, rd[i].len, (long long)rd[i].off);
+		cb[i].data = (void *)&rd[i];
+		p[i] = &cb[i];
+	}
+	while (submitted < n) {
+		int r = io_submit(ctx, (long)(n - submitted), p + submitted);
+
+		if (r > 0) {
+			submitted += (unsigned)r;
+		} else if (r != -EAGAIN && r != -EINTR) {
+			ret = wc_err_sys(r, "%s: %s: submitting %u reads", c->cache_path, what, n - submitted);
+			break;
+		}
+	}
+	/* Every submitted read is waited for, failed or not: the buffers are
+	 * the caller's once this returns. */
+	while (reaped < submitted) {
+		int r = io_getevents(ctx, 1, (long)(submitted - reaped), ev, NULL);
+
+		if (r == -EINTR)
+			continue;
+		if (r < 0) {
+			/* The context itself failed: the reads may still land. */
+			return wc_err_sys(r, "%s: %s: waiting for reads", c->cache_path, what);
+		}
+		for (int i = 0; i < r; i++) {
+			const struct wc_blk_rd *d = ev[i].data;
+			long res = (long)ev[i].res;
+
+			if (ret)
+				continue;
+			if (res < 0)
+				ret = wc_err_sys((int)res, "%s: %s: read of %zu bytes at %llu", c->cache_path,
+				                 what, d->len, (unsigned long long)d->off);
+			else if ((size_t)res != d->len) /* short: the rest one by one */
+				ret = wc_blk_pread(c, (char *)d->buf + res, d->len - (size_t)res,
+				                   d->off + (uint64_t)res, what);
+		}
+		reaped += (unsigned)r;
+	}
+	if (!ret)
+		atomic_fetch_add_explicit(&b->st.device_reads, n, memory_order_relaxed);
+	return ret;
 }
 
 int wc_blk_pwrite(struct wc_cache *c, const void *buf, size_t len, uint64_t off, bool dsync,

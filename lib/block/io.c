@@ -288,6 +288,7 @@ static int write_record(struct wc_cache *c, const char *src, uint64_t block, uns
 		return ret;
 	}
 	build_header(c, buf, &r, origin, n);
+	atomic_fetch_add_explicit(&b->st.record_writes, 1, memory_order_relaxed);
 	ret = wc_blk_pwrite(c, buf, lba + (size_t)n * bs, r.off, dsync, "record");
 	if (ret) {
 		/* The cache's own medium failed: sticky, as dm-writecache's. */

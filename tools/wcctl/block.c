@@ -605,6 +605,8 @@ static void blk_status_json(const struct blk_status *v)
 	if (v->opened) {
 		wct_json_object(&j, "since_open", false);
 		wct_json_u64(&j, "records_written", st->medium_records);
+		wct_json_u64(&j, "record_writes", st->medium_record_writes);
+		wct_json_u64(&j, "device_reads", st->medium_reads);
 		wct_json_u64(&j, "dsync_writes", st->medium_dsync_writes);
 		wct_json_u64(&j, "device_flushes", st->medium_flushes);
 		wct_json_u64(&j, "segments_reclaimed", st->medium_segments_reclaimed);
@@ -675,10 +677,11 @@ static void blk_status_text(const struct blk_status *v)
 		printf("state          clean: every block is on the origin\n");
 	printf("free           %" PRIu64 " blocks (%" PRIu64 "%%)\n", st->free_blocks,
 	       st->blocks ? st->free_blocks * 100 / st->blocks : 0);
-	printf("device I/O     %" PRIu64 " records, %" PRIu64 " synced writes, %" PRIu64 " flushes, %"
-	       PRIu64 " segments reclaimed (since this open); recovery %" PRIu64 " us\n",
-	       st->medium_records, st->medium_dsync_writes, st->medium_flushes,
-	       st->medium_segments_reclaimed, st->recovery_us);
+	printf("device I/O     %" PRIu64 " records in %" PRIu64 " writes, %" PRIu64 " synced writes, %"
+	       PRIu64 " flushes, %" PRIu64 " reads, %" PRIu64 " segments reclaimed (since this open); "
+	       "recovery %" PRIu64 " us\n",
+	       st->medium_records, st->medium_record_writes, st->medium_dsync_writes, st->medium_flushes,
+	       st->medium_reads, st->medium_segments_reclaimed, st->recovery_us);
 	printf("flush policy   none: the block medium writes with O_DIRECT device writes, not CPU "
 	       "stores\n");
 	printf("DRAM           %s for metadata (%.1f B per block)\n",
