@@ -169,7 +169,7 @@ static int write_window(struct wc_cache *c, const struct wb_item *it, unsigned n
 	struct wc_blk *b = c->blk;
 	uint32_t bs = c->layout.block_size;
 	struct wc_origin_range r[WB_MAX_BLOCKS];
-	struct wc_blk_rd rd[WC_BLK_RD_MAX];
+	struct wc_blk_rd rd[WC_BLK_RD_MAX] = { { 0 } };
 	size_t src[WB_MAX_BLOCKS], used = 0;
 	unsigned nr = 0, n_rd = 0, k = 0;
 	char *buf = b->wb.buf;
