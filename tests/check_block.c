@@ -21,6 +21,7 @@
 #include "cachetest.h"
 #include "testmain.h"
 #include "block/format.h"
+#include "core/testhooks.h"
 
 #define BS 4096u
 #define ORIGIN_BLOCKS 4096u   /* 16 MiB */
@@ -644,7 +645,7 @@ static void *nofua_writer(void *arg)
 
 /* Writers without FUA at once: their records, adjacent on the device, may
  * go as one request; each lands where its header says. */
-START_TEST(test_concurrent_records)
+static void concurrent_records(void)
 {
 	wc_cache *c = create_block(NULL);
 	pthread_t t[4];
@@ -667,6 +668,23 @@ START_TEST(test_concurrent_records)
 	c = open_block();
 	verify_all(c, "after reopen");
 	ck_assert_int_eq(wc_close(c), 0);
+}
+
+START_TEST(test_concurrent_records)
+{
+	concurrent_records();
+}
+END_TEST
+
+/* The same with the submitting writer leaving after one round: what it
+ * leaves queued, the completion thread submits (and wc_flush waits for). */
+START_TEST(test_concurrent_records_handoff)
+{
+	static struct wc_test_hooks one_round = { .blk_submit_rounds = 1 };
+
+	wc_test_hooks = &one_round;
+	concurrent_records();
+	wc_test_hooks = NULL;
 }
 END_TEST
 
@@ -725,6 +743,7 @@ static Suite *block_suite(void)
 	tcase_add_test(tc, test_no_threads);
 	tcase_add_test(tc, test_preallocated_file_filled);
 	tcase_add_test(tc, test_concurrent_records);
+	tcase_add_test(tc, test_concurrent_records_handoff);
 	tcase_add_test(tc, test_writeback_sparse_segment);
 	suite_add_tcase(s, tc);
 	return s;

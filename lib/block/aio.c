@@ -43,12 +43,14 @@
  * is written at once and completed inline, through the same steps.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "block/block.h"
 #include "core/cache.h"
+#include "core/testhooks.h"
 #include "util/error.h"
 
 /* Records in flight at which a writer takes the finished ones itself. */
@@ -156,6 +158,8 @@ static int reap(struct wc_cache *c, long min_nr, const struct timespec *ts)
 	return n;
 }
 
+static void submit_queue(struct wc_cache *c, unsigned max_rounds);
+
 static void *reaper(void *arg)
 {
 	struct wc_cache *c = arg;
@@ -165,14 +169,28 @@ static void *reaper(void *arg)
 		struct timespec ts = wc_clock_deadline_ms(REAP_BUSY_MS);
 		int n;
 
+		bool handoff;
+
 		pthread_mutex_lock(&b->aio.lock);
-		if (!atomic_load(&b->aio.stop)) {
+		if (!atomic_load(&b->aio.stop) && !b->aio.handoff) {
 			if (atomic_load(&b->aio.in_flight))
 				pthread_cond_timedwait(&b->aio.sweep, &b->aio.lock, &ts);
 			else
 				pthread_cond_wait(&b->aio.sweep, &b->aio.lock);
 		}
+		handoff = b->aio.handoff;
+		b->aio.handoff = false;
 		pthread_mutex_unlock(&b->aio.lock);
+		if (handoff) {
+			/* A writer left records queued: submit them (unless a
+			 * writer became the submitter meanwhile). */
+			pthread_mutex_lock(&b->aio.sub_lock);
+			if (!b->aio.submitting && b->aio.n_queued) {
+				b->aio.submitting = true;
+				submit_queue(c, UINT_MAX);
+			}
+			pthread_mutex_unlock(&b->aio.sub_lock);
+		}
 		while ((n = reap(c, 0, NULL)) > 0)
 			;
 		if (n < 0)
@@ -390,19 +408,46 @@ static void submit_batch(struct wc_cache *c, struct wc_blk_aslot **q, unsigned n
 	}
 }
 
+/* Submit the queue, as its one submitter: until it is empty, or for a
+ * writer after SUBMIT_ROUNDS rounds -- the others, returning at once and
+ * queueing again, could keep it busy without end -- then the completion
+ * thread takes over what is left.  Entered with sub_lock held and the
+ * submitter's place taken; returns with sub_lock held, the place left. */
+#define SUBMIT_ROUNDS 4
+static void submit_queue(struct wc_cache *c, unsigned max_rounds)
+{
+	struct wc_blk *b = c->blk;
+	struct wc_blk_aslot *batch[WC_BLK_AIO_SLOTS];
+	unsigned n, rounds = 0;
+
+	while ((n = b->aio.n_queued) && rounds++ < max_rounds) {
+		memcpy(batch, b->aio.queue, n * sizeof(batch[0]));
+		b->aio.n_queued = 0;
+		pthread_mutex_unlock(&b->aio.sub_lock);
+		submit_batch(c, batch, n);
+		pthread_mutex_lock(&b->aio.sub_lock);
+	}
+	b->aio.submitting = false;
+	if (b->aio.n_queued) {
+		pthread_mutex_lock(&b->aio.lock);
+		b->aio.handoff = true;
+		pthread_cond_signal(&b->aio.sweep);
+		pthread_mutex_unlock(&b->aio.lock);
+	}
+}
+
 /* The record is queued for submission, and the writer returns: one
  * writer at a time submits the queue -- its own record and those that
- * arrived meanwhile -- until the queue is empty (so no record waits for a
- * submitter that left).  Concurrent writers' records, adjacent on the
+ * arrived meanwhile -- and no record waits for a submitter that left
+ * (see submit_queue).  Concurrent writers' records, adjacent on the
  * device, then go as one request: fewer system calls, device requests and
  * interrupts per record. */
 void wc_blk_aio_submit(struct wc_cache *c, struct wc_blk_aslot *s)
 {
 	struct wc_blk *b = c->blk;
-	struct wc_blk_aslot *batch[WC_BLK_AIO_SLOTS];
-	unsigned n;
 
 	if (b->aio.inline_io) {
+		atomic_fetch_add(&b->aio.in_flight, 1); /* complete() counts it down */
 		complete(c, s, write_now(c, s));
 		return;
 	}
@@ -413,14 +458,8 @@ void wc_blk_aio_submit(struct wc_cache *c, struct wc_blk_aslot *s)
 		return;
 	}
 	b->aio.submitting = true;
-	while ((n = b->aio.n_queued)) {
-		memcpy(batch, b->aio.queue, n * sizeof(batch[0]));
-		b->aio.n_queued = 0;
-		pthread_mutex_unlock(&b->aio.sub_lock);
-		submit_batch(c, batch, n);
-		pthread_mutex_lock(&b->aio.sub_lock);
-	}
-	b->aio.submitting = false;
+	submit_queue(c, wc_test_hooks && wc_test_hooks->blk_submit_rounds ? wc_test_hooks->blk_submit_rounds
+	                                                                   : SUBMIT_ROUNDS);
 	pthread_mutex_unlock(&b->aio.sub_lock);
 	if (atomic_load_explicit(&b->aio.in_flight, memory_order_relaxed) >= REAP_AT)
 		reap(c, 0, NULL);

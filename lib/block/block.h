@@ -172,6 +172,7 @@ struct wc_blk {
 		struct wc_blk_aslot *queue[WC_BLK_AIO_SLOTS];
 		unsigned n_queued;
 		bool submitting;             /* a writer is submitting the queue */
+		bool handoff;                /* the completion thread is to submit it (aio.lock) */
 		io_context_t ctx;
 		pthread_t thread;
 		bool running, inline_io;

@@ -41,6 +41,9 @@ struct wc_test_hooks {
 	const struct wc_blk_io_hooks *blk_io;
 	/* wc_writeback's patience with a failing origin, in ms (0: 60 s). */
 	unsigned writeback_give_up_ms;
+	/* The block medium: rounds a writer submits the queue of records
+	 * before the completion thread takes over (0: the default). */
+	unsigned blk_submit_rounds;
 };
 
 extern struct wc_test_hooks *wc_test_hooks;
