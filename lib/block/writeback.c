@@ -9,9 +9,11 @@
  *   write-back  of the oldest segment not yet clean, whole: its current
  *               versions read from the device and written to the origin,
  *               the origin flushed, the versions marked clean -- when dirty
- *               segments pass high_watermark % of the ring (down to
- *               low_watermark %), when the oldest one is older than
- *               max_age_ms, in cleaner mode, or when asked (wc_writeback);
+ *               blocks pass high_watermark % of the cache's blocks (down to
+ *               low_watermark %), when the ring runs short of free
+ *               segments and none is clean, when the oldest one is older
+ *               than max_age_ms, in cleaner mode, or when asked
+ *               (wc_writeback);
  *   reclaim     of the tail once it is clean and free segments run short:
  *               its versions leave the index, the state records the new
  *               tail (synced), and the segment is free for the head.
@@ -60,25 +62,38 @@ static uint64_t dirty_segments(struct wc_blk *b)
 	return last + 1 > b->log.clean ? last + 1 - b->log.clean : 0;
 }
 
+/* Dirty versions: current, not yet on the origin (wc_stats' dirty_blocks).
+ * The watermarks count these, not the ring's segments: a segment whose
+ * blocks were mostly written again holds little dirty data, and written
+ * back early it sends the origin versions a later write supersedes. */
+static uint64_t dirty_versions(struct wc_cache *c)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < WC_SHARDS; i++)
+		n += __atomic_load_n(&c->shards[i].current, __ATOMIC_RELAXED);
+	return n;
+}
+
 static bool wb_due(struct wc_cache *c, bool all, bool *active)
 {
 	struct wc_blk *b = c->blk;
-	uint64_t n = b->g.n_segments, dirty, free_segs, reserve = n / 8 > 2 ? n / 8 : 2;
+	uint64_t n = b->g.n_segments, free_segs, reserve = n / 8 > 2 ? n / 8 : 2;
+	uint64_t dirty = dirty_versions(c), blocks = c->layout.n_blocks;
 	struct wc_blk_seg *sg;
 	bool due;
 
 	pthread_mutex_lock(&b->log.lock);
-	dirty = dirty_segments(b);
 	free_segs = wc_blk_free_segments(c);
 	sg = &b->log.segs[b->log.clean % n];
-	if (!dirty) {
+	if (!dirty_segments(b)) {
 		*active = false;
 		pthread_mutex_unlock(&b->log.lock);
 		return false;
 	}
-	if (dirty * 100 >= (uint64_t)c->cfg.high_watermark * n)
+	if (dirty * 100 >= (uint64_t)c->cfg.high_watermark * blocks)
 		*active = true;
-	else if (dirty * 100 <= (uint64_t)c->cfg.low_watermark * n)
+	else if (dirty * 100 <= (uint64_t)c->cfg.low_watermark * blocks)
 		*active = false;
 	due = all || *active || wc_writeback_cleaning(c) ||
 	      /* the ring is short of room and nothing clean is left to reclaim */
