@@ -101,6 +101,7 @@ static int64_t fill_unwritten(struct wc_cache *c, uint64_t size)
 	uint64_t pos = 0, filled = 0;
 
 	while (pos < size) {
+		uint64_t was = pos;
 		int ret;
 
 		memset(&q, 0, sizeof(q));
@@ -145,6 +146,8 @@ static int64_t fill_unwritten(struct wc_cache *c, uint64_t size)
 				pos = size;
 			}
 		}
+		if (pos == was) /* an answer that does not move on: leave it */
+			break;
 	}
 	return (int64_t)filled;
 }
@@ -319,8 +322,12 @@ int wc_blk_pread_many(struct wc_cache *c, io_context_t ctx, const struct wc_blk_
 		if (r == -EINTR)
 			continue;
 		if (r < 0) {
-			/* The context itself failed: the reads may still land. */
-			return wc_err_sys(r, "%s: %s: waiting for reads", c->cache_path, what);
+			/* The context itself failed and the reads may still land
+			 * in the buffer: nothing read into it can be trusted now
+			 * (sticky, as the cache device's own failures are). */
+			ret = wc_err_sys(r, "%s: %s: waiting for reads", c->cache_path, what);
+			wc_set_error(c, -EIO, wc_errmsg());
+			return ret;
 		}
 		for (int i = 0; i < r; i++) {
 			const struct wc_blk_rd *d = ev[i].data;
