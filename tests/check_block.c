@@ -547,25 +547,24 @@ END_TEST
  * -1 where the file system has no FIEMAP. */
 static int64_t unwritten_bytes(const char *path, uint64_t size)
 {
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent ext[256];
-	} q;
+	const size_t q_len = sizeof(struct fiemap) + 256 * sizeof(struct fiemap_extent);
+	struct fiemap *q = calloc(1, q_len);
 	int fd = open(path, O_RDONLY);
 	uint64_t pos = 0, bad = 0;
 
+	ck_assert_ptr_nonnull(q);
 	ck_assert_int_ge(fd, 0);
-	memset(&q, 0, sizeof(q));
-	q.fm.fm_length = size;
-	q.fm.fm_flags = FIEMAP_FLAG_SYNC;
-	q.fm.fm_extent_count = 256;
-	if (ioctl(fd, FS_IOC_FIEMAP, &q.fm) < 0) {
+	q->fm_length = size;
+	q->fm_flags = FIEMAP_FLAG_SYNC;
+	q->fm_extent_count = 256;
+	if (ioctl(fd, FS_IOC_FIEMAP, q) < 0) {
 		close(fd);
+		free(q);
 		return -1;
 	}
 	close(fd);
-	for (unsigned i = 0; i < q.fm.fm_mapped_extents && pos < size; i++) {
-		const struct fiemap_extent *e = &q.ext[i];
+	for (unsigned i = 0; i < q->fm_mapped_extents && pos < size; i++) {
+		const struct fiemap_extent *e = &q->fm_extents[i];
 		uint64_t hi = e->fe_logical + e->fe_length < size ? e->fe_logical + e->fe_length : size;
 
 		if (e->fe_logical > pos)
@@ -574,6 +573,7 @@ static int64_t unwritten_bytes(const char *path, uint64_t size)
 			bad += hi - (e->fe_logical > pos ? e->fe_logical : pos);
 		pos = hi > pos ? hi : pos;
 	}
+	free(q);
 	return (int64_t)(bad + (size - pos));
 }
 

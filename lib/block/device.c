@@ -93,33 +93,34 @@ static int write_zeros(struct wc_cache *c, uint64_t from, uint64_t to)
 static int64_t fill_unwritten(struct wc_cache *c, uint64_t size)
 {
 	enum { N_EXT = 128 };
-	struct {
-		struct fiemap fm;
-		struct fiemap_extent ext[N_EXT];
-	} q;
+	const size_t q_len = sizeof(struct fiemap) + N_EXT * sizeof(struct fiemap_extent);
+	struct fiemap *q = malloc(q_len);
 	struct wc_blk *b = c->blk;
 	uint64_t pos = 0, filled = 0;
+	int64_t ret = 0;
 
-	while (pos < size) {
+	if (!q)
+		return wc_err(-ENOMEM, "%s: extent list", c->cache_path);
+	while (pos < size && !ret) {
 		uint64_t was = pos;
-		int ret;
 
-		memset(&q, 0, sizeof(q));
-		q.fm.fm_start = pos;
-		q.fm.fm_length = size - pos;
-		q.fm.fm_extent_count = N_EXT;
-		if (ioctl(b->fd, FS_IOC_FIEMAP, &q.fm) < 0) {
-			if (errno == EOPNOTSUPP || errno == ENOTTY || errno == EINVAL)
-				return (int64_t)filled;
-			return wc_err_sys(-errno, "%s: FIEMAP at %llu", c->cache_path,
-			                  (unsigned long long)pos);
+		memset(q, 0, q_len);
+		q->fm_start = pos;
+		q->fm_length = size - pos;
+		q->fm_extent_count = N_EXT;
+		if (ioctl(b->fd, FS_IOC_FIEMAP, q) < 0) {
+			if (errno != EOPNOTSUPP && errno != ENOTTY && errno != EINVAL)
+				ret = wc_err_sys(-errno, "%s: FIEMAP at %llu", c->cache_path,
+				                 (unsigned long long)pos);
+			break;
 		}
-		if (!q.fm.fm_mapped_extents) {
-			ret = write_zeros(c, pos, size); /* a hole to the end */
-			return ret ? ret : (int64_t)(filled + size - pos);
+		if (!q->fm_mapped_extents) {
+			if (!(ret = write_zeros(c, pos, size))) /* a hole to the end */
+				filled += size - pos;
+			break;
 		}
-		for (unsigned i = 0; i < q.fm.fm_mapped_extents && pos < size; i++) {
-			const struct fiemap_extent *e = &q.ext[i];
+		for (unsigned i = 0; i < q->fm_mapped_extents && pos < size && !ret; i++) {
+			const struct fiemap_extent *e = &q->fm_extents[i];
 			uint64_t lo = e->fe_logical, hi = e->fe_logical + e->fe_length;
 
 			if (hi > size)
@@ -128,20 +129,20 @@ static int64_t fill_unwritten(struct wc_cache *c, uint64_t size)
 				uint64_t to = lo < size ? lo : size;
 
 				if ((ret = write_zeros(c, pos, to)))
-					return ret;
+					break;
 				filled += to - pos;
 				pos = to;
 			}
 			if ((e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) && hi > pos) {
 				if ((ret = write_zeros(c, pos, hi)))
-					return ret;
+					break;
 				filled += hi - pos;
 			}
 			if (hi > pos)
 				pos = hi;
 			if ((e->fe_flags & FIEMAP_EXTENT_LAST) && pos < size) {
 				if ((ret = write_zeros(c, pos, size)))
-					return ret;
+					break;
 				filled += size - pos;
 				pos = size;
 			}
@@ -149,7 +150,8 @@ static int64_t fill_unwritten(struct wc_cache *c, uint64_t size)
 		if (pos == was) /* an answer that does not move on: leave it */
 			break;
 	}
-	return (int64_t)filled;
+	free(q);
+	return ret ? ret : (int64_t)filled;
 }
 
 /* A new file, or a file grown to `size` bytes, or an existing one with
