@@ -3,12 +3,13 @@
  * check_flush_policy.c -- which strategy the engine picks, and why:
  *   - pretended CPUs (wc_persist_policy_resolve is a pure function of the
  *     config and a struct wc_cpu): no CLFLUSHOPT, line size 128, no AVX,
- *     quirk-table CPUs, forced strategies, explicit thresholds, bad fields;
+ *     a quirk table (a pretended entry: the built-in one is empty), forced
+ *     strategies, explicit thresholds, bad fields;
  *     an unknown CPU is measured at first use, and these tests pretend the
  *     measurement's answer (wc_first_use_measure) so the rule is checked,
  *     not this machine;
  *   - the first-use measurement itself: once per process, thread-safe, and
- *     on this machine with the quirk table switched off (WC_PMEM_NO_QUIRKS);
+ *     on this machine: the width and the crossover it chooses;
  *   - the WC_PMEM_* environment: good values take effect, bad ones are
  *     -EINVAL with a message naming the variable and the value, while the
  *     copy functions keep working and warn once;
@@ -52,20 +53,29 @@ static struct wc_cpu fake_cpu(const char *vendor, unsigned family, unsigned mode
 	return c;
 }
 
-/* What the pretended first-use measurement answers, and how often it ran. */
+/* What the pretended first-use measurement answers, and how often it ran.
+ * The widths: WC_STRAT_COUNT = the widest the features allow, and for
+ * large, the cached path (or small, at SIZE_MAX). */
 static size_t pretend_threshold = 768;
+static enum wc_strategy_id pretend_small = WC_STRAT_COUNT, pretend_large = WC_STRAT_COUNT;
 static int pretend_error;
 static unsigned pretend_calls;
 
-static int pretend_measure(unsigned features, int flush_insn, size_t *threshold, double *ms)
+static int pretend_measure(unsigned features, int flush_insn, struct wc_flush_choice *out)
 {
-	(void)features;
-	(void)flush_insn;
 	__atomic_fetch_add(&pretend_calls, 1, __ATOMIC_RELAXED);
 	if (pretend_error)
 		return wc_err(pretend_error, "pretended failure");
-	*threshold = pretend_threshold;
-	*ms = 3;
+	memset(out, 0, sizeof(*out));
+	out->threshold = pretend_threshold;
+	out->small = pretend_small != WC_STRAT_COUNT ? pretend_small : wc_strategy_best_nt(features);
+	out->large = pretend_large != WC_STRAT_COUNT ? pretend_large
+	             : pretend_threshold == SIZE_MAX ? out->small
+	             : flush_insn == WC_PMEM_CLWB   ? WC_STRAT_CACHED_CLWB
+	                                            : WC_STRAT_CACHED_CLFLUSHOPT;
+	out->runner_up = out->small;
+	out->runner_up_speed = 1.0;
+	out->ms = 3;
 	return 0;
 }
 
@@ -77,18 +87,21 @@ static void pretend_setup(void)
 	real_measure = wc_first_use_measure;
 	wc_first_use_measure = pretend_measure;
 	pretend_threshold = 768;
+	pretend_small = pretend_large = WC_STRAT_COUNT;
 	pretend_error = 0;
 	pretend_calls = 0;
 	wc_calibration_forget();
+	wc_cpu_quirks_for_test = NULL;
 }
 
 static void pretend_teardown(void)
 {
 	wc_first_use_measure = real_measure;
+	wc_cpu_quirks_for_test = NULL;
 	wc_calibration_forget();
 }
 
-/* Skylake-SP: every feature, no quirk entry -> measured at first use. */
+/* Skylake-SP: every feature -> measured at first use. */
 static struct wc_cpu intel(void)
 {
 	return fake_cpu("GenuineIntel", 6, 0x55, all_x86, 64);
@@ -154,8 +167,8 @@ START_TEST(test_default_rule)
 	 * faster, cpu.c), the cached copy path with CLFLUSHOPT. */
 	ck_assert_ptr_eq(p.flush, wc_persist_clwb);
 	ck_assert_ptr_eq(p.drain, wc_drain_sfence);
-	assert_reason(&p, "cpu not in the quirk table (GenuineIntel family 0x6 model 0x55), "
-	                  "measured at first use in 3 ms: crossover 768");
+	assert_reason(&p, "measured at first use in 3 ms: crossover 768, ");
+	assert_reason(&p, widest_nt());
 
 	/* WC_PMEM_FLUSH=clflushopt asks for CLFLUSHOPT explicitly. */
 	ck_assert_int_eq(wc_persist_policy_resolve(&p, &cfg, &cpu, WC_ENV_FLUSH), 0);
@@ -322,37 +335,162 @@ START_TEST(test_threshold)
 }
 END_TEST
 
+/* The quirk table says what measurement cannot: a pretended entry for a
+ * CPU whose cached path is wrong. */
 START_TEST(test_quirk)
 {
+	static const struct wc_cpu_quirk table[] = {
+		{ "AuthenticAMD", 0x19, 0x10, 0x11, WC_QUIRK_NO_CACHED,
+		  "cpu quirk no-cached (pretended for the test)" },
+		{ NULL, 0, 0, 0, 0, NULL },
+	};
 	struct wc_pmem_config cfg = { 0 };
-	struct wc_cpu zen4 = fake_cpu("AuthenticAMD", 0x19, 0x11, all_x86, 64);
-	struct wc_cpu zen2 = fake_cpu("AuthenticAMD", 0x17, 0x31, all_x86, 64);
+	struct wc_cpu hit = fake_cpu("AuthenticAMD", 0x19, 0x11, all_x86, 64);
+	struct wc_cpu low = fake_cpu("AuthenticAMD", 0x19, 0x10, all_x86, 64);
+	struct wc_cpu above = fake_cpu("AuthenticAMD", 0x19, 0x12, all_x86, 64);
 	struct wc_cpu not_amd = fake_cpu("GenuineIntel", 0x19, 0x11, all_x86, 64);
-	struct wc_cpu zen4_other = fake_cpu("AuthenticAMD", 0x19, 0x12, all_x86, 64);
-	struct wc_cpu zen3 = fake_cpu("AuthenticAMD", 0x19, 0x01, all_x86, 64);
+	struct wc_cpu other_family = fake_cpu("AuthenticAMD", 0x1a, 0x11, all_x86, 64);
 	struct wc_persist_policy p;
 
-	ck_assert_ptr_nonnull(wc_cpu_quirk_find(&zen4));
-	resolve_ok(&p, &cfg, &zen4);
-	assert_nt_everywhere(&p);
-	assert_reason(&p, "cpu quirk nt-good");
-	assert_reason(&p, "AMD family 0x19 model 0x11");
-
-	ck_assert_ptr_null(wc_cpu_quirk_find(&zen2));
-	resolve_ok(&p, &cfg, &zen2);
-	assert_reason(&p, "measured at first use");
-	ck_assert_uint_eq(p.threshold, 768);
-
+	wc_cpu_quirks_for_test = table;
+	ck_assert_ptr_nonnull(wc_cpu_quirk_find(&hit));
+	ck_assert_ptr_nonnull(wc_cpu_quirk_find(&low));
+	ck_assert_ptr_null(wc_cpu_quirk_find(&above));
 	ck_assert_ptr_null(wc_cpu_quirk_find(&not_amd));
-	/* Only the measured model: its neighbours keep the default rule. */
-	ck_assert_ptr_null(wc_cpu_quirk_find(&zen4_other));
-	ck_assert_ptr_null(wc_cpu_quirk_find(&zen3));
+	ck_assert_ptr_null(wc_cpu_quirk_find(&other_family));
+	resolve_ok(&p, &cfg, &hit);
+	assert_nt_everywhere(&p);
+	assert_reason(&p, "cpu quirk no-cached");
+	ck_assert_uint_eq(pretend_calls, 0);
+
+	/* WC_PMEM_NO_QUIRKS measures anyway. */
+	ck_assert_int_eq(wc_persist_policy_resolve(&p, &cfg, &hit, WC_ENV_NO_QUIRKS), 0);
+	ck_assert_uint_eq(p.threshold, 768);
+	assert_reason(&p, "quirk table ignored (env WC_PMEM_NO_QUIRKS), measured at first use");
 
 	/* An explicit threshold overrides the quirk. */
 	cfg.threshold = 1536;
-	resolve_ok(&p, &cfg, &zen4);
+	resolve_ok(&p, &cfg, &hit);
 	ck_assert_uint_eq(p.threshold, 1536);
 	ck_assert_str_eq(p.info.large_strategy, "cached+clflushopt");
+}
+END_TEST
+
+/* The built-in table holds no speed claims: every CPU met so far (Zen 1,
+ * Zen 4, Zen 5) is measured, width and crossover. */
+START_TEST(test_quirk_table_measures)
+{
+	static const unsigned known[][2] = { { 0x17, 0x01 }, { 0x19, 0x11 }, { 0x1a, 0x02 } };
+	struct wc_pmem_config cfg = { 0 };
+	struct wc_persist_policy p;
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		struct wc_cpu cpu = fake_cpu("AuthenticAMD", known[i][0], known[i][1], all_x86, 64);
+
+		ck_assert_ptr_null(wc_cpu_quirk_find(&cpu));
+		wc_calibration_forget();
+		pretend_calls = 0;
+		resolve_ok(&p, &cfg, &cpu);
+		ck_assert_uint_eq(pretend_calls, 1);
+		assert_reason(&p, "measured at first use");
+	}
+}
+END_TEST
+
+/* The measured width is the one in force, and two widths can share the
+ * sizes; a choice this CPU cannot run is refused. */
+START_TEST(test_measured_width)
+{
+	struct wc_pmem_config cfg = { 0 };
+	struct wc_cpu cpu = intel();
+	struct wc_persist_policy p;
+
+	if (!built(WC_STRAT_NT_AVX2))
+		return;
+	/* 256-bit stores at every size where 512-bit ones exist (Zen 4). */
+	pretend_threshold = SIZE_MAX;
+	pretend_small = WC_STRAT_NT_AVX2;
+	resolve_ok(&p, &cfg, &cpu);
+	assert_nt_everywhere(&p);
+	ck_assert_str_eq(p.info.small_strategy, "nt-avx2");
+	ck_assert_ptr_eq(p.copy_small, wc_nt_avx2_copy);
+	ck_assert_ptr_eq(p.set_small, wc_nt_avx2_set);
+	assert_reason(&p, "non-temporal wins at every size, nt-avx2 at every size");
+
+	/* MOVNTI below 128 B, AVX2 from there: not a crossover. */
+	wc_calibration_forget();
+	pretend_threshold = 128;
+	pretend_small = WC_STRAT_NT_MOVNTI;
+	pretend_large = WC_STRAT_NT_AVX2;
+	resolve_ok(&p, &cfg, &cpu);
+	ck_assert_uint_eq(p.threshold, 128);
+	ck_assert_str_eq(p.info.small_strategy, "nt-movnti");
+	ck_assert_str_eq(p.info.large_strategy, "nt-avx2");
+	assert_reason(&p, "non-temporal wins at every size, nt-movnti below 128 B, nt-avx2 from "
+	                  "there");
+
+	/* The same choice installed into a resolved policy (a cache's
+	 * recorded line), then one the CPU cannot run. */
+	cfg.threshold = 4096;
+	resolve_ok(&p, &cfg, &cpu);
+	ck_assert_int_eq(wc_persist_policy_set_choice(&p, WC_STRAT_NT_SSE2, WC_STRAT_CACHED_CLWB,
+	                                              2048, "recorded"), 0);
+	ck_assert_uint_eq(p.threshold, 2048);
+	ck_assert_uint_eq(p.info.threshold, 2048);
+	ck_assert_str_eq(p.info.small_strategy, "nt-sse2");
+	ck_assert_str_eq(p.info.large_strategy, "cached+clwb");
+	ck_assert_str_eq(p.info.reason, "recorded");
+	wc_persist_policy_set_granularity(&p, WC_GRAN_CACHE_LINE, NULL, NULL);
+	ck_assert_ptr_eq(p.copy_small, wc_nt_sse2_copy);
+	ck_assert_ptr_eq(p.copy_large, wc_cached_clwb_copy);
+	cpu.features &= ~WC_CPU_CLWB;
+	resolve_ok(&p, &cfg, &cpu);
+	ck_assert_int_eq(wc_persist_policy_set_choice(&p, WC_STRAT_NT_SSE2, WC_STRAT_CACHED_CLWB,
+	                                              2048, "recorded"), -ENOTSUP);
+	ck_assert_msg(strstr(wc_errmsg(), "cached+clwb"), "%s", wc_errmsg());
+	ck_assert_uint_eq(p.threshold, 4096);
+	ck_assert_int_eq(wc_persist_policy_set_choice(&p, WC_STRAT_CACHED_CLFLUSHOPT,
+	                                              WC_STRAT_CACHED_CLFLUSHOPT, SIZE_MAX, "x"),
+	                 -ENOTSUP);
+}
+END_TEST
+
+/* The real measurement on this machine chooses among the widths it was
+ * allowed, and says how far the runner-up was (never how fast). */
+START_TEST(test_calibration_widths)
+{
+	const struct wc_cpu *cpu = wc_cpu_get();
+	unsigned masks[] = { 0, WC_CPU_AVX512F, WC_CPU_AVX512F | WC_CPU_AVX2 };
+
+	WC_TEST_NEED_CPU(WC_CPU_CLFLUSHOPT, 64);
+	for (size_t m = 0; m < sizeof(masks) / sizeof(masks[0]); m++) {
+		unsigned features = cpu->features & ~masks[m];
+		struct wc_calibration cal;
+		unsigned widths = 0;
+
+		ck_assert_int_eq(wc_calibrate_run(&cal, features, WC_PMEM_CLFLUSHOPT, 1, 16u << 10,
+		                                  0), 0);
+		for (unsigned w = 0; w < WC_CAL_MAX_NT; w++)
+			widths += wc_strategy_usable((enum wc_strategy_id)(WC_STRAT_NT_MOVNTI + w),
+			                             features);
+		ck_assert_uint_eq(cal.n_nt, widths);
+		ck_assert(wc_strategy_usable(cal.choice.small, features));
+		ck_assert(wc_strategy_get(cal.choice.small)->nt);
+		ck_assert(wc_strategy_usable(cal.choice.large, features));
+		ck_assert(wc_strategy_usable(cal.choice.runner_up, features));
+		ck_assert_msg(cal.choice.runner_up_speed > 0 && cal.choice.runner_up_speed <= 1.03,
+		              "runner-up speed %.3f", cal.choice.runner_up_speed);
+		ck_assert_msg(widths < 2 || cal.choice.runner_up != cal.choice.small,
+		              "no runner-up among %u widths", widths);
+		ck_assert_str_eq(cal.nt_name, wc_strategy_get(cal.choice.small)->name);
+		ck_assert_uint_eq(cal.threshold, cal.choice.threshold);
+		ck_assert((cal.choice.threshold == SIZE_MAX) == (cal.choice.small == cal.choice.large));
+		for (unsigned i = 0; i < cal.npoints; i++)
+			for (unsigned w = 0; w < cal.n_nt; w++)
+				ck_assert(cal.pt[i].w_fenced[w] > 0 && cal.pt[i].w_batched[w] > 0);
+		if (masks[m] & WC_CPU_AVX512F)
+			ck_assert_int_ne(cal.choice.small, WC_STRAT_NT_AVX512);
+	}
 }
 END_TEST
 
@@ -361,7 +499,6 @@ START_TEST(test_unknown_cpu_measured)
 {
 	struct wc_pmem_config cfg = { 0 };
 	struct wc_cpu cpu = intel();
-	struct wc_cpu zen5 = fake_cpu("AuthenticAMD", 0x1a, 0x02, all_x86, 64);
 	struct wc_persist_policy p;
 
 	pretend_threshold = SIZE_MAX;
@@ -388,18 +525,6 @@ START_TEST(test_unknown_cpu_measured)
 	assert_reason(&p, "measurement failed (pretended failure): default 768");
 	pretend_error = 0;
 
-	/* A CPU the table knows is not measured ... */
-	wc_calibration_forget();
-	pretend_calls = 0;
-	resolve_ok(&p, &cfg, &zen5);
-	assert_nt_everywhere(&p);
-	assert_reason(&p, "Zen 5");
-	ck_assert_uint_eq(pretend_calls, 0);
-	/* ... unless WC_PMEM_NO_QUIRKS asks for a measurement anyway. */
-	pretend_threshold = 4096;
-	ck_assert_int_eq(wc_persist_policy_resolve(&p, &cfg, &zen5, WC_ENV_NO_QUIRKS), 0);
-	ck_assert_uint_eq(p.threshold, 4096);
-	assert_reason(&p, "quirk table ignored (env WC_PMEM_NO_QUIRKS), measured at first use");
 	/* An explicit threshold is never measured. */
 	pretend_calls = 0;
 	wc_calibration_forget();
@@ -407,26 +532,6 @@ START_TEST(test_unknown_cpu_measured)
 	resolve_ok(&p, &cfg, &cpu);
 	ck_assert_uint_eq(pretend_calls, 0);
 	ck_assert_uint_eq(p.threshold, 1024);
-}
-END_TEST
-
-START_TEST(test_quirk_entries)
-{
-	/* Every entry: vendor, family, model, and a reason naming the CPU. */
-	static const struct {
-		unsigned family, model;
-		const char *name;
-	} known[] = { { 0x17, 0x01, "Zen 1" }, { 0x19, 0x11, "Zen 4" }, { 0x1a, 0x02, "Zen 5" } };
-
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-		struct wc_cpu cpu = fake_cpu("AuthenticAMD", known[i].family, known[i].model,
-		                             all_x86, 64);
-		const struct wc_cpu_quirk *q = wc_cpu_quirk_find(&cpu);
-
-		ck_assert_msg(q != NULL, "%s missing", known[i].name);
-		ck_assert(q->flags & WC_QUIRK_NT_GOOD);
-		ck_assert_msg(strstr(q->reason, known[i].name), "%s", q->reason);
-	}
 }
 END_TEST
 
@@ -910,13 +1015,12 @@ START_TEST(test_first_use_real)
 	WC_TEST_NEED_CPU(WC_CPU_CLFLUSHOPT, 64);
 	clear_env();
 	wc_calibration_forget();
-	setenv("WC_PMEM_NO_QUIRKS", "1", 1);
 	wc_persist_default_reset();
 	ck_assert_int_eq(wc_pmem_info(&info), 0);
-	ck_assert_msg(strstr(info.reason, "quirk table ignored (env WC_PMEM_NO_QUIRKS), "
-	                                  "measured at first use in"), "%s", info.reason);
-	ck_assert_msg(info.threshold == SIZE_MAX || (info.threshold >= 256 && info.threshold <= 65536),
+	ck_assert_msg(strstr(info.reason, "measured at first use in"), "%s", info.reason);
+	ck_assert_msg(info.threshold == SIZE_MAX || (info.threshold >= 64 && info.threshold <= 65536),
 	              "threshold %zu", info.threshold);
+	ck_assert_msg(strstr(info.reason, info.small_strategy), "%s", info.reason);
 	api_copy_works();
 	clear_env();
 }
@@ -939,7 +1043,6 @@ START_TEST(test_first_use_once)
 	clear_env();
 	pretend_setup();
 	pretend_threshold = SIZE_MAX;
-	setenv("WC_PMEM_NO_QUIRKS", "1", 1);
 	wc_persist_default_reset();
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(pthread_create(&t[i], NULL, first_copy, NULL), 0);
@@ -968,7 +1071,8 @@ static Suite *flush_policy_suite(void)
 #if defined(__x86_64__)
 	tcase_add_checked_fixture(tc, pretend_setup, pretend_teardown);
 	tcase_add_test(tc, test_unknown_cpu_measured);
-	tcase_add_test(tc, test_quirk_entries);
+	tcase_add_test(tc, test_quirk_table_measures);
+	tcase_add_test(tc, test_measured_width);
 	tcase_add_test(tc, test_default_rule);
 	tcase_add_test(tc, test_no_clflushopt);
 	tcase_add_test(tc, test_no_flush_insn_at_all);
@@ -993,6 +1097,7 @@ static Suite *flush_policy_suite(void)
 	tcase_add_test(tc, test_info_and_calibrate);
 #if defined(__x86_64__)
 	tcase_add_test(tc, test_first_use_real);
+	tcase_add_test(tc, test_calibration_widths);
 	tcase_add_test(tc, test_first_use_once);
 #endif
 	suite_add_tcase(s, tc);

@@ -172,17 +172,65 @@ START_TEST(test_valid_record_is_used)
 	NEED_MEASURABLE();
 	ck_assert_int_eq(wc_close(create(CACHE_BYTES)), 0);
 	read_line(&pl);
+	ck_assert_uint_eq(pl.version, 2);
+	ck_assert_uint_ne(pl.small_strategy, WC_POLICY_STRAT_NONE);
+	ck_assert_uint_ne(pl.large_strategy, WC_POLICY_STRAT_NONE);
+	/* The recorded width and crossover, not a new measurement's. */
 	pl.threshold = 2048;
+	pl.small_strategy = WC_POLICY_STRAT_NT_SSE2;
+	pl.large_strategy = WC_POLICY_STRAT_CACHED_CLFLUSHOPT;
 	pl.crc = wc_policy_crc(&pl);
 	write_line(&pl);
 	c = reopen();
-	assert_source(c, "recorded", "crossover 2048 B");
+	assert_source(c, "recorded", "crossover 2048 B: nt-sse2 below 2048 B, cached+clflushopt");
 	stats(c, &st);
 	ck_assert_uint_eq(st.pmem.threshold, 2048);
-	ck_assert_msg(strncmp(st.pmem.small_strategy, "nt-", 3) == 0, "%s", st.pmem.small_strategy);
+	ck_assert_str_eq(st.pmem.small_strategy, "nt-sse2");
+	ck_assert_str_eq(st.pmem.large_strategy, "cached+clflushopt");
+	ck_assert_int_eq(wc_close(c), 0);
+}
+END_TEST
+
+/* A line from before widths were measured (version 1, no strategies)
+ * reads as what was chosen then: the widest width, the cached path above
+ * its threshold. */
+START_TEST(test_version1_record_is_used)
+{
+	struct wc_pmem_policy pl;
+	struct wc_stats st;
+	wc_cache *c;
+
+	NEED_MEASURABLE();
+	ck_assert_int_eq(wc_close(create(CACHE_BYTES)), 0);
+	read_line(&pl);
+	pl.version = 1;
+	pl.threshold = 1024;
+	pl.small_strategy = pl.large_strategy = WC_POLICY_STRAT_NONE;
+	pl.crc = wc_policy_crc(&pl);
+	write_line(&pl);
+	c = reopen();
+	assert_source(c, "recorded", "crossover 1024 B");
+	stats(c, &st);
+	ck_assert_uint_eq(st.pmem.threshold, 1024);
+	ck_assert_str_eq(st.pmem.small_strategy, wc_strategy_get(wc_strategy_best_nt(pl.features))->name);
 	ck_assert_msg(strncmp(st.pmem.large_strategy, "cached+", 7) == 0, "%s",
 	              st.pmem.large_strategy);
 	ck_assert_int_eq(wc_close(c), 0);
+
+	/* A version-2 line with a strategy this library does not know is
+	 * damaged: measured again, never trusted. */
+	read_line(&pl);
+	pl.version = 2;
+	pl.small_strategy = 42;
+	pl.crc = wc_policy_crc(&pl);
+	write_line(&pl);
+	c = reopen();
+	assert_source(c, "recalibrated", "strategies 42");
+	ck_assert_int_eq(wc_close(c), 0);
+	read_line(&pl);
+	ck_assert_int_eq(wc_policy_check(&pl), 0);
+	ck_assert_uint_eq(pl.version, 2);
+	ck_assert_uint_le(pl.small_strategy, WC_POLICY_STRAT_NT_AVX512);
 }
 END_TEST
 
@@ -551,6 +599,7 @@ static Suite *policy_line_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_record_survives_reopen);
 	tcase_add_test(tc, test_valid_record_is_used);
+	tcase_add_test(tc, test_version1_record_is_used);
 	tcase_add_test(tc, test_other_cpu_recalibrates);
 	tcase_add_test(tc, test_other_setup_recalibrates);
 	tcase_add_test(tc, test_damaged_line_recalibrates);

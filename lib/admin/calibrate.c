@@ -46,7 +46,7 @@ static void decode(struct wcadm_policy *out, const struct wc_pmem_policy *pl)
 	out->elapsed_us = pl->elapsed_us;
 	out->time = pl->time;
 	out->matches = wc_policy_matches(pl, features, flush_insn);
-	wc_policy_result_str(out->result, sizeof(out->result), pl->threshold);
+	wc_policy_result_str(out->result, sizeof(out->result), pl);
 	wc_policy_cpu_str(out->cpu, sizeof(out->cpu), pl);
 }
 
@@ -64,6 +64,7 @@ int wcadm_image_policy(struct wcadm_image *img, struct wcadm_policy *out)
 static void copy_calibration(struct wcadm_calibration *out, const struct wc_calibration *cal)
 {
 	_Static_assert(WCADM_CALIBRATION_MAX_POINTS == WC_CALIBRATION_MAX_POINTS, "points");
+	_Static_assert(WCADM_CALIBRATION_MAX_NT == WC_CAL_MAX_NT, "widths");
 
 	out->nt_name = cal->nt_name;
 	out->cached_name = cal->cached_name;
@@ -71,11 +72,23 @@ static void copy_calibration(struct wcadm_calibration *out, const struct wc_cali
 	out->rounds = cal->rounds;
 	for (unsigned i = 0; i < cal->npoints && i < WC_CALIBRATION_MAX_POINTS; i++)
 		out->pt[i] = (struct wcadm_calibration_point){
-			cal->pt[i].size, cal->pt[i].nt_fenced, cal->pt[i].cached_fenced,
-			cal->pt[i].nt_batched, cal->pt[i].cached_batched,
+			.size = cal->pt[i].size,
+			.nt_fenced = cal->pt[i].nt_fenced,
+			.cached_fenced = cal->pt[i].cached_fenced,
+			.nt_batched = cal->pt[i].nt_batched,
+			.cached_batched = cal->pt[i].cached_batched,
 		};
 	out->threshold = cal->threshold;
 	out->elapsed_ms = cal->elapsed_ms;
+	wc_flush_choice_str(out->choice, sizeof(out->choice), &cal->choice);
+	out->n_nt = cal->n_nt;
+	for (unsigned w = 0; w < cal->n_nt && w < WCADM_CALIBRATION_MAX_NT; w++) {
+		out->nt_names[w] = wc_strategy_get(cal->nt_ids[w])->name;
+		for (unsigned i = 0; i < cal->npoints && i < WC_CALIBRATION_MAX_POINTS; i++) {
+			out->pt[i].w_fenced[w] = cal->pt[i].w_fenced[w];
+			out->pt[i].w_batched[w] = cal->pt[i].w_batched[w];
+		}
+	}
 }
 
 int wcadm_calibrate(struct wcadm_calibration *out, unsigned features, int flush_insn,

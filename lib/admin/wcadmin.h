@@ -432,13 +432,20 @@ bool wcadm_strategy_best_nt(unsigned features, struct wcadm_strategy *out);
 
 /* A measurement of non-temporal stores against cached stores + flush. */
 #define WCADM_CALIBRATION_MAX_POINTS 16
+#define WCADM_CALIBRATION_MAX_NT 4
 struct wcadm_calibration_point {
 	size_t size;
+	/* the non-temporal width chosen for this size, and the cached path */
 	double nt_fenced, cached_fenced;       /* ns per copy, a fence after every copy */
 	double nt_batched, cached_batched;     /* ns per copy, one fence per 64 copies */
+	/* every width measured, in nt_names order */
+	double w_fenced[WCADM_CALIBRATION_MAX_NT], w_batched[WCADM_CALIBRATION_MAX_NT];
 };
 struct wcadm_calibration {
-	const char *nt_name, *cached_name;     /* the strategies measured */
+	const char *nt_name, *cached_name;     /* the NT width chosen (small sizes); cached */
+	unsigned n_nt;                         /* NT widths measured */
+	const char *nt_names[WCADM_CALIBRATION_MAX_NT];
+	char choice[160];                      /* "nt-avx512 at every size (runner-up ...)" */
 	unsigned npoints, rounds;              /* rounds completed */
 	struct wcadm_calibration_point pt[WCADM_CALIBRATION_MAX_POINTS];
 	size_t threshold;                      /* recommended; SIZE_MAX = NT everywhere */
@@ -463,7 +470,8 @@ struct wcadm_policy {
 	uint64_t time;           /* when, seconds since the epoch */
 	bool matches;            /* valid, and measured on this CPU with the inputs a
 	                            cache without flush options has: wc_open uses it */
-	char result[64];         /* "crossover 2048 B", "non-temporal wins at every size" */
+	char result[160];        /* "crossover 2048 B: nt-avx2 below 2048 B, cached+clwb
+	                            from there", "non-temporal wins at every size: ..." */
 	char cpu[160];           /* "GenuineIntel family 0x6 model 0x55 stepping 4,
 	                            features 0xff, clwb": where it was measured */
 };

@@ -101,9 +101,9 @@ int wc_policy_check(const struct wc_pmem_policy *pl)
 	if (memcmp(pl, &zero, sizeof(zero)) == 0)
 		return wc_err(-ENODATA, "no flush policy recorded (line at offset %u is zero)",
 		              WC_POLICY_OFFSET);
-	if (pl->magic != WC_POLICY_MAGIC || pl->version != WC_POLICY_VERSION)
+	if (pl->magic != WC_POLICY_MAGIC || pl->version < 1 || pl->version > WC_POLICY_VERSION)
 		return wc_err(-EBADMSG, "flush policy line at offset %u: magic 0x%016llx version %u "
-		              "(expected 0x%016llx version %u)", WC_POLICY_OFFSET,
+		              "(expected 0x%016llx version 1..%u)", WC_POLICY_OFFSET,
 		              (unsigned long long)pl->magic, pl->version,
 		              (unsigned long long)WC_POLICY_MAGIC, WC_POLICY_VERSION);
 	if (wc_policy_crc(pl) != pl->crc)

@@ -112,8 +112,21 @@ _Static_assert(sizeof(struct wc_pmem_sb) <= WC_SB_REGION, "superblock fits its r
  */
 #define WC_POLICY_OFFSET 512u
 #define WC_POLICY_MAGIC 0x5943494c4f504357ull /* "WCPOLICY" read as bytes */
-#define WC_POLICY_VERSION 1u
+#define WC_POLICY_VERSION 2u     /* 1 is read too: it recorded no strategies */
 #define WC_POLICY_CRC_END 60u
+
+/* The strategies a version-2 line records (bytes 58, 59).  0 in a
+ * version-1 line: the widest non-temporal width the CPU has below the
+ * threshold, the cached path with flush_insn from it. */
+enum {
+	WC_POLICY_STRAT_NONE = 0,
+	WC_POLICY_STRAT_NT_MOVNTI = 1,      /* 64-bit MOVNTI */
+	WC_POLICY_STRAT_NT_SSE2 = 2,        /* 128-bit MOVNTDQ */
+	WC_POLICY_STRAT_NT_AVX2 = 3,        /* 256-bit VMOVNTDQ */
+	WC_POLICY_STRAT_NT_AVX512 = 4,      /* 512-bit VMOVNTDQ */
+	WC_POLICY_STRAT_CACHED_CLFLUSHOPT = 5,
+	WC_POLICY_STRAT_CACHED_CLWB = 6,
+};
 
 enum {
 	WC_POLICY_SRC_CREATE = 1,  /* measured by wc_create */
@@ -136,7 +149,10 @@ struct wc_pmem_policy {
 	uint16_t max_size_kib;   /* 42 largest copy measured, KiB (the block size, <= 64) */
 	uint32_t elapsed_us;     /* 44 how long the measurement took */
 	uint64_t time;           /* 48 when, seconds since the epoch */
-	uint32_t cached_vs_nt;   /* 56 cached time / NT time at the largest size, x1000 */
+	uint16_t cached_vs_nt;   /* 56 cached time / NT time at the largest size, x1000
+	                                (version 1: the low half of a uint32_t) */
+	uint8_t small_strategy;  /* 58 WC_POLICY_STRAT_*: copies below threshold */
+	uint8_t large_strategy;  /* 59 WC_POLICY_STRAT_*: copies at and above it */
 	uint32_t crc;            /* 60 CRC32C of bytes 0..59 */
 };
 

@@ -123,6 +123,8 @@ void wc_policy_fill(struct wc_pmem_policy *pl, const struct wc_calibration *cal,
 	pl->flush_insn = (uint8_t)flush_insn;
 	pl->features = features;
 	pl->threshold = cal->threshold == SIZE_MAX ? UINT64_MAX : cal->threshold;
+	pl->small_strategy = wc_policy_strat_code(cal->choice.small);
+	pl->large_strategy = wc_policy_strat_code(cal->choice.large);
 	memcpy(pl->vendor, cpu->vendor, sizeof(pl->vendor));
 	pl->family = (uint16_t)cpu->family;
 	pl->model = (uint8_t)cpu->model;
@@ -133,8 +135,9 @@ void wc_policy_fill(struct wc_pmem_policy *pl, const struct wc_calibration *cal,
 		double nt = pt->nt_fenced + pt->nt_batched;
 
 		pl->max_size_kib = (uint16_t)(pt->size >> 10);
-		pl->cached_vs_nt = nt > 0 ? (uint32_t)((pt->cached_fenced + pt->cached_batched) /
-		                                       nt * 1000 + 0.5) : 0;
+		double r = nt > 0 ? (pt->cached_fenced + pt->cached_batched) / nt * 1000 + 0.5 : 0;
+
+		pl->cached_vs_nt = (uint16_t)(r > UINT16_MAX ? UINT16_MAX : r);
 	}
 	pl->elapsed_us = (uint32_t)(cal->elapsed_ms * 1000);
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -161,12 +164,67 @@ int wc_policy_matches(const struct wc_pmem_policy *pl, unsigned features, int fl
 	       pl->features == features && pl->flush_insn == flush_insn;
 }
 
-const char *wc_policy_result_str(char *buf, size_t len, uint64_t threshold)
+static const enum wc_strategy_id code_ids[] = {
+	[WC_POLICY_STRAT_NT_MOVNTI] = WC_STRAT_NT_MOVNTI,
+	[WC_POLICY_STRAT_NT_SSE2] = WC_STRAT_NT_SSE2,
+	[WC_POLICY_STRAT_NT_AVX2] = WC_STRAT_NT_AVX2,
+	[WC_POLICY_STRAT_NT_AVX512] = WC_STRAT_NT_AVX512,
+	[WC_POLICY_STRAT_CACHED_CLFLUSHOPT] = WC_STRAT_CACHED_CLFLUSHOPT,
+	[WC_POLICY_STRAT_CACHED_CLWB] = WC_STRAT_CACHED_CLWB,
+};
+
+uint8_t wc_policy_strat_code(enum wc_strategy_id id)
 {
-	if (threshold == UINT64_MAX || threshold == SIZE_MAX)
-		snprintf(buf, len, "non-temporal wins at every size");
+	for (unsigned c = WC_POLICY_STRAT_NT_MOVNTI; c < sizeof(code_ids) / sizeof(code_ids[0]); c++)
+		if (code_ids[c] == id)
+			return (uint8_t)c;
+	return WC_POLICY_STRAT_NONE;
+}
+
+int wc_policy_choice(const struct wc_pmem_policy *pl, struct wc_flush_choice *out)
+{
+	const unsigned ncodes = sizeof(code_ids) / sizeof(code_ids[0]);
+
+	memset(out, 0, sizeof(*out));
+	out->threshold = pl->threshold == UINT64_MAX ? SIZE_MAX : (size_t)pl->threshold;
+	if (pl->version == 1 && pl->small_strategy == WC_POLICY_STRAT_NONE &&
+	    pl->large_strategy == WC_POLICY_STRAT_NONE) {
+		/* Recorded before widths were measured: what was chosen then. */
+		out->small = wc_strategy_best_nt(pl->features);
+		out->large = out->threshold == SIZE_MAX ? out->small
+		             : pl->flush_insn == WC_PMEM_CLWB ? WC_STRAT_CACHED_CLWB
+		                                              : WC_STRAT_CACHED_CLFLUSHOPT;
+	} else {
+		if (pl->small_strategy == WC_POLICY_STRAT_NONE || pl->small_strategy >= ncodes ||
+		    pl->large_strategy == WC_POLICY_STRAT_NONE || pl->large_strategy >= ncodes ||
+		    !wc_strategy_get(code_ids[pl->small_strategy])->nt)
+			return wc_err(-EBADMSG, "flush policy line at offset %u: strategies %u and %u "
+			              "(expected a non-temporal one below the threshold, 1..%u)",
+			              WC_POLICY_OFFSET, pl->small_strategy, pl->large_strategy,
+			              ncodes - 1);
+		out->small = code_ids[pl->small_strategy];
+		out->large = code_ids[pl->large_strategy];
+	}
+	out->runner_up = out->small;
+	out->runner_up_speed = 1.0;
+	out->ms = pl->elapsed_us / 1e3;
+	return 0;
+}
+
+const char *wc_policy_result_str(char *buf, size_t len, const struct wc_pmem_policy *pl)
+{
+	struct wc_flush_choice ch;
+	char what[128];
+
+	if (wc_policy_choice(pl, &ch) != 0) {
+		snprintf(buf, len, "unreadable strategies");
+		return buf;
+	}
+	wc_flush_choice_str(what, sizeof(what), &ch);
+	if (pl->threshold != UINT64_MAX && !wc_strategy_get(ch.large)->nt)
+		snprintf(buf, len, "crossover %llu B: %s", (unsigned long long)pl->threshold, what);
 	else
-		snprintf(buf, len, "crossover %llu B", (unsigned long long)threshold);
+		snprintf(buf, len, "non-temporal wins at every size: %s", what);
 	return buf;
 }
 
@@ -182,19 +240,23 @@ const char *wc_policy_cpu_str(char *buf, size_t len, const struct wc_pmem_policy
 	return buf;
 }
 
-/* Give the cache the measured threshold, keeping its granularity and the
+/* Give the cache the measured strategies, keeping its granularity and the
  * test observer.  A failure leaves the policy as it was. */
-static int apply(struct wc_cache *c, uint64_t threshold, const char *reason)
+static int apply(struct wc_cache *c, const struct wc_flush_choice *ch, const char *reason)
 {
 	struct wc_pmem_config pc = c->cfg.pmem;
 	struct wc_persist_policy np;
 	int ret;
 
-	pc.threshold = threshold == UINT64_MAX ? SIZE_MAX : (size_t)threshold;
+	/* The explicit threshold resolves without a measurement of its own;
+	 * the strategies then replace the widest-width default it gives. */
+	pc.threshold = ch->threshold;
 	ret = wc_persist_policy_init(&np, &pc);
 	if (ret)
 		return ret;
-	wc_persist_policy_set_reason(&np, reason);
+	ret = wc_persist_policy_set_choice(&np, ch->small, ch->large, ch->threshold, reason);
+	if (ret)
+		return ret;
 	np.observer = c->fp.observer;
 	wc_persist_policy_set_granularity(&np, WC_GRAN_CACHE_LINE, NULL, NULL);
 	c->fp = np;
@@ -207,10 +269,11 @@ void wc_policy_settle(struct wc_cache *c, bool created)
 	const struct wc_pmem_config *pc = &c->cfg.pmem;
 	struct wc_pmem_policy rec = *wc_policy_line(c->base), now;
 	struct wc_calibration cal;
+	struct wc_flush_choice ch;
 	unsigned features;
 	int flush_insn, valid, ret;
 	uint64_t area;
-	char why[160], result[64], cpu[160], reason[400];
+	char why[160], result[160], what[160], cpu[160], reason[512];
 
 	if (c->fp.gran != WC_GRAN_CACHE_LINE) {
 		c->policy_source = "granularity";
@@ -235,6 +298,8 @@ void wc_policy_settle(struct wc_cache *c, bool created)
 	}
 
 	valid = wc_policy_check(&rec);
+	if (valid == 0)
+		valid = wc_policy_choice(&rec, &ch);
 	if (valid == 0 && wc_policy_matches(&rec, features, flush_insn)) {
 		time_t t = (time_t)rec.time;
 		struct tm tm;
@@ -246,8 +311,8 @@ void wc_policy_settle(struct wc_cache *c, bool created)
 		         "cache's free blocks %s, %s): %s",
 		         rec.source == WC_POLICY_SRC_CREATE ? "at create" :
 		         rec.source == WC_POLICY_SRC_OPEN ? "at an open" : "by wcbench calibrate",
-		         when, wc_policy_result_str(result, sizeof(result), rec.threshold));
-		if (apply(c, rec.threshold, reason) == 0) {
+		         when, wc_policy_result_str(result, sizeof(result), &rec));
+		if (apply(c, &ch, reason) == 0) {
 			c->policy_source = "recorded";
 			return;
 		}
@@ -279,8 +344,15 @@ void wc_policy_settle(struct wc_cache *c, bool created)
 	snprintf(reason, sizeof(reason), "%s on this cache's free blocks (%s; %zu B..%zu B over "
 	         "%llu MiB, %.0f ms): %s", created ? "measured" : "re-measured", why, cal.pt[0].size,
 	         cal.pt[cal.npoints - 1].size, (unsigned long long)(area >> 20), cal.elapsed_ms,
-	         wc_policy_result_str(result, sizeof(result), now.threshold));
-	if (apply(c, now.threshold, reason) != 0) {
+	         wc_policy_result_str(result, sizeof(result), &now));
+	/* The runner-up is not recorded: say it while it is known. */
+	wc_flush_choice_str(what, sizeof(what), &cal.choice);
+	if (strstr(what, " (runner-up")) {
+		size_t used = strlen(reason);
+
+		snprintf(reason + used, sizeof(reason) - used, "%s", strstr(what, " (runner-up"));
+	}
+	if (apply(c, &cal.choice, reason) != 0) {
 		c->policy_source = "engine";
 		return;
 	}

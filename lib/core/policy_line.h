@@ -55,8 +55,16 @@ void wc_policy_write(const struct wc_persist_policy *fp, void *base,
                      const struct wc_pmem_policy *pl);
 /* 1 if a valid record was measured on this CPU with these inputs. */
 int wc_policy_matches(const struct wc_pmem_policy *pl, unsigned features, int flush_insn);
-/* "nt at every size" / "crossover 2048 B" -- the result alone. */
-const char *wc_policy_result_str(char *buf, size_t len, uint64_t threshold);
+/* The on-disk code of a strategy (WC_POLICY_STRAT_*), NONE if it has none. */
+uint8_t wc_policy_strat_code(enum wc_strategy_id id);
+/* The strategies a valid record chose (a version-1 record: the widest
+ * non-temporal width of its features, and the cached path).  0, or
+ * -EBADMSG with a message for codes this library does not know. */
+int wc_policy_choice(const struct wc_pmem_policy *pl, struct wc_flush_choice *out);
+/* "non-temporal wins at every size: nt-avx512 at every size",
+ * "crossover 2048 B: nt-avx2 below 2048 B, cached+clwb from there" -- the
+ * result alone, of a valid record. */
+const char *wc_policy_result_str(char *buf, size_t len, const struct wc_pmem_policy *pl);
 /* "AuthenticAMD family 0x1a model 0x2 stepping 1, clwb avx512f ..." of a record. */
 const char *wc_policy_cpu_str(char *buf, size_t len, const struct wc_pmem_policy *pl);
 

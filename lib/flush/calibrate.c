@@ -1,21 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * calibrate.c -- find where cached stores + flush start beating
- * non-temporal stores on the running machine.
+ * calibrate.c -- which way of persisting a copy is fastest on the running
+ * machine, per size: which non-temporal store width (MOVNTI, SSE2, AVX2,
+ * AVX-512), and where cached stores + CLFLUSHOPT/CLWB start beating them.
  *
- * Both strategies write to an anonymous buffer larger than L2 (16 MiB, huge
+ * Every strategy writes to an anonymous buffer larger than L2 (16 MiB, huge
  * pages where the kernel allows them, so TLB misses do not blur small
  * copies), with the destination moving forward at every copy: each copy
  * hits cold lines, as cache writes do.  Sizes and strategies are
- * interleaved, every point is the best of the rounds, and a point counts
- * fenced per copy plus fenced once per 64 copies (FUA writes versus group
- * commit).  The threshold is the smallest size from which cached wins by
- * at least 5% at that size and every larger one; SIZE_MAX when it never
- * does.
+ * interleaved (the order rotates each round), every point is the best of
+ * the rounds, and a point counts fenced per copy plus fenced once per 64
+ * copies (FUA writes versus group commit).
+ *
+ * Why the width is measured, not looked up: a CPU that executes a 512-bit
+ * store as two 256-bit halves (Zen 4) moved 5-20 % more with the 256-bit
+ * loop, one with a full 512-bit path (Zen 5) did not; 8-byte MOVNTI can win
+ * a fenced 64-byte copy and lose everywhere else.  The choice (choose()):
+ * the width fastest over the sizes it copies, and the cached path from the
+ * smallest size at which it wins by >= 5 % there and at every larger size.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,9 +37,10 @@
 #define CAL_SOURCE  (64u << 10)
 #define CAL_BATCH   64u
 #define CAL_MARGIN  0.95         /* cached must be >= 5% faster to count */
+#define CAL_TIE     0.02         /* widths within 2% of the fastest: the widest */
 
 static const size_t cal_sizes[] = {
-	256, 512, 768, 1024, 1536, 2048, 4096, 8192, 16384, 32768, 65536,
+	64, 128, 256, 512, 768, 1024, 1536, 2048, 4096, 8192, 16384, 32768, 65536,
 };
 
 static double now_ns(void)
@@ -89,13 +98,136 @@ static void keep_min(double *slot, double v)
 		*slot = v;
 }
 
+/* One candidate: a strategy and where its times go. */
+struct cal_cand {
+	const struct wc_strategy *s;
+	int width;                   /* index into nt_ids, -1 for the cached path */
+};
+
+static double *slot_fenced(struct wc_calibration_point *pt, const struct cal_cand *c)
+{
+	return c->width < 0 ? &pt->cached_fenced : &pt->w_fenced[c->width];
+}
+
+static double *slot_batched(struct wc_calibration_point *pt, const struct cal_cand *c)
+{
+	return c->width < 0 ? &pt->cached_batched : &pt->w_batched[c->width];
+}
+
+/* Width w's time at point i relative to the fastest width there, fenced
+ * and batched weighed alike (1.0 = the fastest in both modes). */
+static double rel(const struct wc_calibration *cal, unsigned w, unsigned i)
+{
+	const struct wc_calibration_point *pt = &cal->pt[i];
+	double bf = pt->w_fenced[0], bb = pt->w_batched[0];
+
+	for (unsigned k = 1; k < cal->n_nt; k++) {
+		if (pt->w_fenced[k] < bf)
+			bf = pt->w_fenced[k];
+		if (pt->w_batched[k] < bb)
+			bb = pt->w_batched[k];
+	}
+	return (pt->w_fenced[w] / bf + pt->w_batched[w] / bb) / 2;
+}
+
+/* The width with the least relative time over points [lo, hi); a width
+ * within CAL_TIE of it that is wider wins the tie (nt_ids is widest
+ * first), so equal widths do not flip from one measurement to the next.
+ * *runner_up and *runner_speed: the next one and its speed relative to
+ * the winner's. */
+static unsigned best_width(const struct wc_calibration *cal, unsigned lo, unsigned hi,
+                           unsigned *runner_up, double *runner_speed)
+{
+	double t[WC_CAL_MAX_NT] = { 0 }, min = 0;
+	unsigned best = 0, second = 0;
+
+	for (unsigned w = 0; w < cal->n_nt; w++) {
+		t[w] = 0;
+		for (unsigned i = lo; i < hi; i++)
+			t[w] += rel(cal, w, i);
+		if (w == 0 || t[w] < min)
+			min = t[w];
+	}
+	for (unsigned w = 0; w < cal->n_nt; w++)
+		if (t[w] <= min * (1 + CAL_TIE)) {
+			best = w;
+			break;
+		}
+	second = best;
+	for (unsigned w = 0; w < cal->n_nt; w++)
+		if (w != best && (second == best || t[w] < t[second]))
+			second = w;
+	if (runner_up)
+		*runner_up = second;
+	if (runner_speed)
+		*runner_speed = t[second] > 0 ? t[best] / t[second] : 1.0;
+	return best;
+}
+
+static void choose(struct wc_calibration *cal, const struct wc_strategy *cached,
+                   enum wc_strategy_id cached_id)
+{
+	struct wc_flush_choice *ch = &cal->choice;
+	unsigned n = cal->npoints, w, w_small, runner;
+	unsigned cut = n;                 /* first point of the large band */
+	double speed;
+
+	/* The path: the width fastest over every size against the cached one,
+	 * from the largest size down. */
+	w = best_width(cal, 0, n, NULL, NULL);
+	if (cached)
+		for (unsigned i = n; i-- > 0;) {
+			const struct wc_calibration_point *pt = &cal->pt[i];
+
+			if (pt->cached_fenced + pt->cached_batched >
+			    (pt->w_fenced[w] + pt->w_batched[w]) * CAL_MARGIN)
+				break;
+			cut = i;
+		}
+	w_small = best_width(cal, 0, cut ? cut : n, &runner, &speed);
+	ch->small = cal->nt_ids[w_small];
+	ch->runner_up = cal->nt_ids[runner];
+	ch->runner_up_speed = speed;
+	if (cut < n) {
+		ch->large = cached_id;
+		ch->threshold = cal->pt[cut].size;
+	} else {
+		/* One width for every size: a second width for the large sizes
+		 * was tried, and on a loaded machine it split two widths that
+		 * tie on noise alone (a run had 256-bit stores below 32 KiB and
+		 * 512-bit from there, 0.85x the best at 512 B). */
+		ch->large = ch->small;
+		ch->threshold = SIZE_MAX;
+	}
+	cal->threshold = ch->threshold;
+	cal->nt_name = wc_strategy_get(ch->small)->name;
+	/* The summary columns: the NT width in force at each size (below a
+	 * crossover, small's; in the cached band, small's too). */
+	for (unsigned i = 0; i < n; i++) {
+		struct wc_calibration_point *pt = &cal->pt[i];
+		enum wc_strategy_id id = i >= cut && wc_strategy_get(ch->large)->nt ? ch->large
+		                                                                  : ch->small;
+
+		for (unsigned k = 0; k < cal->n_nt; k++)
+			if (cal->nt_ids[k] == id) {
+				pt->nt_fenced = pt->w_fenced[k];
+				pt->nt_batched = pt->w_batched[k];
+			}
+	}
+}
+
 int wc_calibrate_area(struct wc_calibration *out, const struct wc_cal_extent *ext, size_t next,
                       size_t max_size, unsigned features, int flush_insn, unsigned rounds,
                       size_t bytes_per_point, double budget_ms)
 {
-	const struct wc_strategy *nt, *cached;
+	static const enum wc_strategy_id widths[] = {
+		WC_STRAT_NT_AVX512, WC_STRAT_NT_AVX2, WC_STRAT_NT_SSE2, WC_STRAT_NT_MOVNTI,
+	};
+	const struct wc_strategy *cached = NULL;
 	enum wc_strategy_id cached_id =
 	        flush_insn == WC_PMEM_CLWB ? WC_STRAT_CACHED_CLWB : WC_STRAT_CACHED_CLFLUSHOPT;
+	struct cal_cand cand[WC_CAL_MAX_NT + 1];
+	unsigned ncand = 0;
 	wc_drain_fn drain;
 	struct cal_cursor cur = { ext, next, 0, 0, NULL };
 	size_t longest = 0;
@@ -104,18 +236,29 @@ int wc_calibrate_area(struct wc_calibration *out, const struct wc_cal_extent *ex
 	unsigned n = 0;
 
 	memset(out, 0, sizeof(out[0]));
-	nt = wc_strategy_get(wc_strategy_best_nt(features));
-	if (!nt)
-		return wc_err(-ENOTSUP, "calibrate: no non-temporal strategy: %s", wc_errmsg());
-	out->nt_name = nt->name;
 	out->threshold = SIZE_MAX;
-	if (!wc_strategy_usable(cached_id, features)) {
-		/* Nothing to compare with: the cached path is unavailable. */
-		out->cached_name = "(unavailable)";
-		return 0;
+	out->choice.threshold = SIZE_MAX;
+	for (unsigned i = 0; i < sizeof(widths) / sizeof(widths[0]); i++)
+		if (wc_strategy_usable(widths[i], features)) {
+			cand[ncand].s = wc_strategy_get(widths[i]);
+			cand[ncand].width = (int)out->n_nt;
+			ncand++;
+			out->nt_ids[out->n_nt++] = widths[i];
+		}
+	if (out->n_nt == 0)
+		return wc_err(-ENOTSUP, "calibrate: no non-temporal strategy usable with features "
+		              "0x%x", features);
+	out->choice.small = out->choice.large = out->choice.runner_up = out->nt_ids[0];
+	out->choice.runner_up_speed = 1.0;
+	out->nt_name = wc_strategy_get(out->nt_ids[0])->name;
+	out->cached_name = "(unavailable)";
+	if (wc_strategy_usable(cached_id, features)) {
+		cached = wc_strategy_get(cached_id);
+		out->cached_name = cached->name;
+		cand[ncand].s = cached;
+		cand[ncand].width = -1;
+		ncand++;
 	}
-	cached = wc_strategy_get(cached_id);
-	out->cached_name = cached->name;
 #if defined(__x86_64__)
 	drain = wc_drain_sfence;
 #else
@@ -138,7 +281,7 @@ int wc_calibrate_area(struct wc_calibration *out, const struct wc_cal_extent *ex
 		src[i] = (char)(i * 131 + 7);
 	cur.src = src;
 	/* Touch every destination line once, untimed: the first write to a
-	 * page of a fresh mapping takes a page fault, which is not what either
+	 * page of a fresh mapping takes a page fault, which is not what any
 	 * strategy costs.  MADV_POPULATE_WRITE first maps the pages in one
 	 * call (it writes nothing; the page rounding may cover bytes outside
 	 * the extents, but only their page tables change): one trap per 4 KiB
@@ -151,7 +294,7 @@ int wc_calibrate_area(struct wc_calibration *out, const struct wc_cal_extent *ex
 
 		madvise((void *)a, e - a, MADV_POPULATE_WRITE); /* advice: errors ignored */
 #endif
-		nt->set(ext[i].addr, 0, ext[i].len);
+		cand[0].s->set(ext[i].addr, 0, ext[i].len);
 	}
 	drain();
 
@@ -164,38 +307,29 @@ int wc_calibrate_area(struct wc_calibration *out, const struct wc_cal_extent *ex
 			struct wc_calibration_point *pt = &out->pt[i];
 			size_t bytes = bytes_per_point;
 
-			/* Alternate which goes first so neither always inherits
-			 * the other's write-backs still in flight. */
-			if ((r + i) & 1) {
-				keep_min(&pt->nt_fenced, measure(&cur, nt->copy, drain, pt->size, bytes, 1));
-				keep_min(&pt->cached_fenced,
-				         measure(&cur, cached->copy, drain, pt->size, bytes, 1));
-			} else {
-				keep_min(&pt->cached_fenced,
-				         measure(&cur, cached->copy, drain, pt->size, bytes, 1));
-				keep_min(&pt->nt_fenced, measure(&cur, nt->copy, drain, pt->size, bytes, 1));
+			/* Rotate which goes first so none always inherits another's
+			 * write-backs still in flight. */
+			for (unsigned k = 0; k < ncand; k++) {
+				const struct cal_cand *c = &cand[(k + r + i) % ncand];
+
+				keep_min(slot_fenced(pt, c),
+				         measure(&cur, c->s->copy, drain, pt->size, bytes, 1));
 			}
-			keep_min(&pt->nt_batched,
-			         measure(&cur, nt->copy, drain, pt->size, bytes, CAL_BATCH));
-			keep_min(&pt->cached_batched,
-			         measure(&cur, cached->copy, drain, pt->size, bytes, CAL_BATCH));
+			for (unsigned k = 0; k < ncand; k++) {
+				const struct cal_cand *c = &cand[(k + r + i + 1) % ncand];
+
+				keep_min(slot_batched(pt, c),
+				         measure(&cur, c->s->copy, drain, pt->size, bytes, CAL_BATCH));
+			}
 		}
 		out->rounds = r + 1;
 		if (budget_ms > 0 && (now_ns() - t_measure) / 1e6 > budget_ms)
 			break;
 	}
 	free(src);
-
-	for (unsigned i = n; i-- > 0;) {
-		const struct wc_calibration_point *pt = &out->pt[i];
-		double t_nt = pt->nt_fenced + pt->nt_batched;
-		double t_cached = pt->cached_fenced + pt->cached_batched;
-
-		if (t_cached > t_nt * CAL_MARGIN)
-			break;
-		out->threshold = pt->size;
-	}
+	choose(out, cached, cached_id);
 	out->elapsed_ms = (now_ns() - start) / 1e6;
+	out->choice.ms = out->elapsed_ms;
 	return 0;
 }
 
@@ -224,97 +358,99 @@ int wc_calibrate_run(struct wc_calibration *out, unsigned features, int flush_in
 
 /*
  * One remembered result per (features, flush instruction): whoever measured
- * last -- WC_PMEM_THRESHOLD=auto, wc_pmem_calibrate() or the first use on
- * an unknown CPU -- answers the later questions of this process.
+ * last -- WC_PMEM_THRESHOLD=auto, wc_pmem_calibrate() or the first use --
+ * answers the later questions of this process.
  */
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	int valid;
 	unsigned features;
 	int flush_insn;
-	size_t threshold;
-	double ms;
+	struct wc_flush_choice choice;
 } memo;
 
-static void memo_store(unsigned features, int flush_insn, size_t threshold, double ms)
+static void memo_store(unsigned features, int flush_insn, const struct wc_flush_choice *ch)
 {
 	memo.valid = 1;
 	memo.features = features;
 	memo.flush_insn = flush_insn;
-	memo.threshold = threshold;
-	memo.ms = ms;
+	memo.choice = *ch;
 }
 
-int wc_calibrate_threshold(unsigned features, int flush_insn, size_t *threshold_out)
+static int memo_hit(unsigned features, int flush_insn)
+{
+	return memo.valid && memo.features == features && memo.flush_insn == flush_insn;
+}
+
+int wc_calibrate_choice(unsigned features, int flush_insn, struct wc_flush_choice *out)
 {
 	struct wc_calibration cal;
 	int ret;
 
-	/* 3 rounds x 11 sizes x 4 measurements x 128 KiB ~ 17 MiB written,
-	 * ~ 10-30 ms on DRAM; the budget stops slower machines at ~80 ms. */
+	/* 3 rounds x 13 sizes x (4 widths + cached) x 2 modes x 128 KiB
+	 * ~ 50 MiB written, ~ 30-60 ms on DRAM; the budget stops slower
+	 * machines at ~80 ms. */
 	ret = wc_calibrate_run(&cal, features, flush_insn, 3, 128u << 10, 80.0);
 	if (ret)
 		return ret;
+	cal.choice.ms = cal.elapsed_ms;
 	pthread_mutex_lock(&memo_lock);
-	memo_store(features, flush_insn, cal.threshold, cal.elapsed_ms);
+	memo_store(features, flush_insn, &cal.choice);
 	pthread_mutex_unlock(&memo_lock);
-	*threshold_out = cal.threshold;
+	*out = cal.choice;
 	return 0;
 }
 
-int wc_calibrated_threshold(unsigned features, int flush_insn, size_t *threshold_out)
+int wc_calibrated_choice(unsigned features, int flush_insn, struct wc_flush_choice *out)
 {
 	int hit;
 
 	pthread_mutex_lock(&memo_lock);
-	hit = memo.valid && memo.features == features && memo.flush_insn == flush_insn;
+	hit = memo_hit(features, flush_insn);
 	if (hit)
-		*threshold_out = memo.threshold;
+		*out = memo.choice;
 	pthread_mutex_unlock(&memo_lock);
 	if (hit)
 		return 0;
-	return wc_calibrate_threshold(features, flush_insn, threshold_out);
+	return wc_calibrate_choice(features, flush_insn, out);
 }
 
 /*
- * The first-use measurement: the same method, shorter.  2 rounds of 64 KiB
- * per point and strategy (~6 MiB written) plus faulting in the 16 MiB
- * buffer: 5-8 ms on the DRAM of the CPUs measured so far; the 8 ms budget
- * for the rounds ends it after the first one on anything slower.
+ * The first-use measurement: the same method, shorter.  2 rounds of 32 KiB
+ * per point, strategy and mode (~13 MiB written with five strategies) plus
+ * faulting in the 16 MiB buffer; the 8 ms budget for the rounds ends it
+ * after the first one on anything slow.
  */
-static int first_use_measure(unsigned features, int flush_insn, size_t *threshold, double *ms)
+static int first_use_measure(unsigned features, int flush_insn, struct wc_flush_choice *out)
 {
 	struct wc_calibration cal;
-	int ret = wc_calibrate_run(&cal, features, flush_insn, 2, 64u << 10, 8.0);
+	int ret = wc_calibrate_run(&cal, features, flush_insn, 2, 32u << 10, 8.0);
 
 	if (ret)
 		return ret;
-	*threshold = cal.threshold;
-	*ms = cal.elapsed_ms;
+	*out = cal.choice;
+	out->ms = cal.elapsed_ms;
 	return 0;
 }
 
 wc_measure_fn wc_first_use_measure = first_use_measure;
 
-int wc_first_use_threshold(unsigned features, int flush_insn, size_t *threshold, double *ms)
+int wc_first_use_choice(unsigned features, int flush_insn, struct wc_flush_choice *out)
 {
 	int ret = 0;
 
 	/* Held while measuring: a second thread waits for the first one's
 	 * answer instead of measuring beside it (which would skew both). */
 	pthread_mutex_lock(&memo_lock);
-	if (!(memo.valid && memo.features == features && memo.flush_insn == flush_insn)) {
-		size_t t;
-		double took;
+	if (!memo_hit(features, flush_insn)) {
+		struct wc_flush_choice ch;
 
-		ret = wc_first_use_measure(features, flush_insn, &t, &took);
+		ret = wc_first_use_measure(features, flush_insn, &ch);
 		if (!ret)
-			memo_store(features, flush_insn, t, took);
+			memo_store(features, flush_insn, &ch);
 	}
-	if (!ret) {
-		*threshold = memo.threshold;
-		*ms = memo.ms;
-	}
+	if (!ret)
+		*out = memo.choice;
 	pthread_mutex_unlock(&memo_lock);
 	return ret;
 }
@@ -326,16 +462,45 @@ void wc_calibration_forget(void)
 	pthread_mutex_unlock(&memo_lock);
 }
 
+const char *wc_flush_choice_str(char *buf, size_t len, const struct wc_flush_choice *ch)
+{
+	const struct wc_strategy *small = wc_strategy_get(ch->small);
+	const struct wc_strategy *large = wc_strategy_get(ch->large);
+	const char *sn = small ? small->name : "?", *ln = large ? large->name : "?";
+	size_t used;
+
+	if (ch->threshold == SIZE_MAX || ch->small == ch->large)
+		used = (size_t)snprintf(buf, len, "%s at every size", sn);
+	else
+		used = (size_t)snprintf(buf, len, "%s below %zu B, %s from there", sn,
+		                        ch->threshold, ln);
+	if (used < len && ch->runner_up != ch->small) {
+		const struct wc_strategy *r = wc_strategy_get(ch->runner_up);
+
+		snprintf(buf + used, len - used, " (runner-up %s at %.2fx)", r ? r->name : "?",
+		         ch->runner_up_speed);
+	}
+	return buf;
+}
+
 int wc_pmem_calibrate(size_t *threshold_out)
 {
 	const struct wc_persist_policy *p = wc_persist_default();
 	const struct wc_pmem_env *env = wc_pmem_env_get();
 	int clwb = p->line.large_strategy && strcmp(p->line.large_strategy, "cached+clwb") == 0;
+	struct wc_flush_choice ch;
+	int ret;
 
 	if (!threshold_out)
 		return wc_err(-EINVAL, "wc_pmem_calibrate: threshold_out is NULL");
-	return wc_calibrate_threshold(wc_cpu_get()->features & ~env->cfg.disable,
-	                              clwb || env->cfg.flush_insn == WC_PMEM_CLWB ?
-	                                      WC_PMEM_CLWB : WC_PMEM_CLFLUSHOPT,
-	                              threshold_out);
+	ret = wc_calibrate_choice(wc_cpu_get()->features & ~env->cfg.disable,
+	                          clwb || env->cfg.flush_insn == WC_PMEM_CLWB ? WC_PMEM_CLWB
+	                                                                      : WC_PMEM_CLFLUSHOPT,
+	                          &ch);
+	if (ret)
+		return ret;
+	/* The crossover to the cached path; a switch between two
+	 * non-temporal widths is not one. */
+	*threshold_out = wc_strategy_get(ch.large)->nt ? SIZE_MAX : ch.threshold;
+	return 0;
 }

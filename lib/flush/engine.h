@@ -28,7 +28,7 @@ struct wc_cpu {
 /* Detected once (pthread_once), never changes afterwards. */
 const struct wc_cpu *wc_cpu_get(void);
 
-#define WC_QUIRK_NT_GOOD 1u /* non-temporal stores win at every size */
+#define WC_QUIRK_NO_CACHED 1u /* the cached path is wrong here: NT at every size */
 
 struct wc_cpu_quirk {
 	const char *vendor;
@@ -39,6 +39,9 @@ struct wc_cpu_quirk {
 
 /* The quirk-table entry matching `cpu`, or NULL. */
 const struct wc_cpu_quirk *wc_cpu_quirk_find(const struct wc_cpu *cpu);
+/* Test-only: search this table instead of the built-in one (NULL vendor
+ * ends it; NULL pointer = the built-in table). */
+extern const struct wc_cpu_quirk *wc_cpu_quirks_for_test;
 
 /* ---- Strategies (strategy.c) ------------------------------------------ */
 
@@ -212,22 +215,54 @@ void wc_pmem_env_reset(void);
 int wc_persist_policy_resolve(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
                             const struct wc_cpu *cpu, unsigned env_set);
 
+/* The non-temporal widths a calibration measures, at most (MOVNTI, SSE2,
+ * AVX2, AVX-512). */
+#define WC_CAL_MAX_NT 4
+
 /* One size of a calibration: ns per copy, best of the rounds. */
 struct wc_calibration_point {
 	size_t size;
+	/* The NT width chosen for this size's band (or, when this size is in
+	 * the cached band, the one chosen below it) and the cached path. */
 	double nt_fenced, cached_fenced;       /* a fence after every copy */
 	double nt_batched, cached_batched;     /* one fence per 64 copies */
+	/* Every NT width measured, in wc_calibration.nt_ids order. */
+	double w_fenced[WC_CAL_MAX_NT], w_batched[WC_CAL_MAX_NT];
 };
 
 #define WC_CALIBRATION_MAX_POINTS 16
 
+/*
+ * What a measurement chose: `small` below `threshold`, `large` at and
+ * above it; threshold SIZE_MAX means `small` at every size (large ==
+ * small).  `large` is the cached path where it wins (the crossover), or
+ * another non-temporal width when the widths trade places with the size.
+ * runner_up is the next-fastest non-temporal width over small's band and
+ * runner_up_speed its speed there relative to small's (1.0 = a tie;
+ * runner_up == small when the CPU has one width).
+ */
+struct wc_flush_choice {
+	enum wc_strategy_id small, large;
+	size_t threshold;
+	enum wc_strategy_id runner_up;
+	double runner_up_speed;
+	double ms;                             /* how long the measurement took */
+};
+
 struct wc_calibration {
-	const char *nt_name, *cached_name;
+	const char *nt_name, *cached_name;     /* small's name; the cached path's */
+	unsigned n_nt;                         /* NT widths measured */
+	enum wc_strategy_id nt_ids[WC_CAL_MAX_NT];
 	unsigned npoints, rounds;              /* rounds completed */
 	struct wc_calibration_point pt[WC_CALIBRATION_MAX_POINTS];
-	size_t threshold;                      /* recommended; SIZE_MAX = NT everywhere */
+	size_t threshold;                      /* = choice.threshold */
+	struct wc_flush_choice choice;
 	double elapsed_ms;
 };
+
+/* "nt-avx512 at every size (runner-up nt-avx2 at 0.97x)", "nt-avx2 below
+ * 2048 B, cached+clflushopt from there (runner-up ...)". */
+const char *wc_flush_choice_str(char *buf, size_t len, const struct wc_flush_choice *ch);
 
 /* A stretch of memory a calibration may overwrite at will. */
 struct wc_cal_extent {
@@ -236,15 +271,15 @@ struct wc_cal_extent {
 };
 
 /*
- * Measure NT (best width in `features`) against cached + flush_insn with
- * copies into `ext[0..n)` (each copy inside one extent, the destination
- * moving forward so every copy writes cold lines), at the sizes up to
- * `max_size` that fit an extent, for `rounds` interleaved rounds of
+ * Measure every non-temporal width in `features` and cached + flush_insn
+ * with copies into `ext[0..n)` (each copy inside one extent, the
+ * destination moving forward so every copy writes cold lines), at the sizes
+ * up to `max_size` that fit an extent, for `rounds` interleaved rounds of
  * `bytes_per_point` bytes per size and strategy, stopping early once a
  * round completes more than `budget_ms` (0 = no limit) after the first
- * began (the untimed first touch of every extent comes before).  Every
- * byte of the extents is overwritten; nothing outside them is written.
- * 0 or -errno.
+ * began (the untimed first touch of every extent comes before), and choose
+ * (out->choice).  Every byte of the extents is overwritten; nothing
+ * outside them is written.  0 or -errno.
  */
 int wc_calibrate_area(struct wc_calibration *out, const struct wc_cal_extent *ext, size_t n,
                       size_t max_size, unsigned features, int flush_insn, unsigned rounds,
@@ -254,23 +289,32 @@ int wc_calibrate_run(struct wc_calibration *out, unsigned features, int flush_in
                      unsigned rounds, size_t bytes_per_point, double budget_ms);
 /* The quick calibration (<= ~100 ms) behind wc_pmem_calibrate; the result
  * is remembered for later WC_PMEM_THRESHOLD_AUTO requests. */
-int wc_calibrate_threshold(unsigned features, int flush_insn, size_t *threshold_out);
+int wc_calibrate_choice(unsigned features, int flush_insn, struct wc_flush_choice *out);
 /* The remembered result, measuring once if there is none. */
-int wc_calibrated_threshold(unsigned features, int flush_insn, size_t *threshold_out);
+int wc_calibrated_choice(unsigned features, int flush_insn, struct wc_flush_choice *out);
 
 /*
- * An unknown CPU's default: the remembered result, else a short measurement
- * on a private buffer (<= ~15 ms), once per process and feature set; a
- * second caller waits for the first one's answer.  *ms is how long the
- * measurement took.  `features` must be ones the running CPU has.
+ * The engine's default when nothing is configured: the remembered result,
+ * else a short measurement on a private buffer (<= ~15 ms), once per
+ * process and feature set; a second caller waits for the first one's
+ * answer.  `features` must be ones the running CPU has.
  */
-int wc_first_use_threshold(unsigned features, int flush_insn, size_t *threshold, double *ms);
-/* The measurement wc_first_use_threshold runs; tests replace it to pretend
+int wc_first_use_choice(unsigned features, int flush_insn, struct wc_flush_choice *out);
+/* The measurement wc_first_use_choice runs; tests replace it to pretend
  * an answer (not thread-safe: set it before any copy). */
-typedef int (*wc_measure_fn)(unsigned features, int flush_insn, size_t *threshold, double *ms);
+typedef int (*wc_measure_fn)(unsigned features, int flush_insn, struct wc_flush_choice *out);
 extern wc_measure_fn wc_first_use_measure;
 /* Test-only: forget the remembered result. */
 void wc_calibration_forget(void);
+
+/*
+ * Put `small` below `threshold` and `large` at and above it into a
+ * resolved CACHE_LINE policy (a cache's recorded choice), with `reason`.
+ * -ENOTSUP (nothing changed) if either strategy is not usable here.
+ */
+int wc_persist_policy_set_choice(struct wc_persist_policy *p, enum wc_strategy_id small,
+                                 enum wc_strategy_id large, size_t threshold,
+                                 const char *reason);
 
 /* Replace the reason a resolved policy gives (interned), for its CACHE_LINE
  * choice and, if that is in force, in its info. */

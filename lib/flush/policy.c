@@ -13,18 +13,20 @@
  *                                   the only alternative, serialises
  *   6. threshold given           -> that threshold (SIZE_MAX = NT everywhere,
  *                                   WC_PMEM_THRESHOLD_AUTO = calibrate now)
- *   7. a quirk-table entry (cpu.c) says NT is good -> NT at every size
- *      (WC_PMEM_NO_QUIRKS=1 skips the table)
- *   8. a CPU the table does not know: measure at first use (calibrate.c,
- *      <= ~15 ms on a private buffer, once per process); only if that
- *      fails, the seed's rule: NT below 768 bytes, cached at and above
+ *   7. a quirk-table entry (cpu.c) says the cached path is wrong on this
+ *      CPU                       -> NT at every size (WC_PMEM_NO_QUIRKS=1
+ *                                   skips the table)
+ *   8. otherwise: measure at first use (calibrate.c, ~10-20 ms on a private
+ *      buffer, once per process): the non-temporal width and the crossover;
+ *      only if that fails, the seed's rule: NT below 768 bytes, cached at
+ *      and above
  *
  * A cache measures again on its own memory and keeps the result in its
  * superblock (lib/policy_line.c); this is the engine used alone.
  *
- * The non-temporal width is the widest the CPU (minus `disable`) offers
- * (strategy.c).  A config field left 0 takes the environment's value;
- * `disable` bits add up.
+ * Rules 6 (auto) and 8 measure the non-temporal width too; rules 2-7 take
+ * the widest the CPU (minus `disable`) offers (strategy.c).  A config
+ * field left 0 takes the environment's value; `disable` bits add up.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -163,40 +165,54 @@ static wc_range_fn pick_flush(unsigned features, int flush_insn, int explicit_in
 }
 
 #if defined(__x86_64__)
+/* Apply a measured choice; `how` says where it came from. */
+static void set_choice(struct wc_persist_policy *p, const struct wc_flush_choice *ch,
+                       const char *how, char *why, size_t len)
+{
+	const struct wc_strategy *small = wc_strategy_get(ch->small);
+	const struct wc_strategy *large = wc_strategy_get(ch->large);
+	char what[160];
+
+	if (ch->threshold == SIZE_MAX || ch->small == ch->large)
+		set_uniform(p, small, SIZE_MAX);
+	else
+		set_split(p, small, large, ch->threshold);
+	wc_flush_choice_str(what, sizeof(what), ch);
+	if (ch->threshold != SIZE_MAX && !large->nt)
+		snprintf(why, len, "%s: crossover %zu, %s", how, ch->threshold, what);
+	else
+		snprintf(why, len, "%s: non-temporal wins at every size, %s", how, what);
+}
+
 /*
  * Rule 8.  The measurement runs on the CPU we are on, with the features it
  * has: a pretended CPU (the tests) gets the real CPU's answer, or the one
  * wc_first_use_measure pretends.
  */
-static int measure_unknown(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
-                           const struct wc_cpu *cpu, unsigned features, unsigned env_set,
-                           const struct wc_strategy *nt, const struct wc_strategy *cached,
-                           char *why, size_t len)
+static int measure_first_use(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
+                             unsigned features, unsigned env_set,
+                             const struct wc_strategy *nt, const struct wc_strategy *cached,
+                             char *why, size_t len)
 {
-	char who[96];
-	size_t t;
-	double ms;
+	struct wc_flush_choice ch;
+	char how[96];
 	int ret;
 
-	if (env_set & WC_ENV_NO_QUIRKS)
-		snprintf(who, sizeof(who), "quirk table ignored (env WC_PMEM_NO_QUIRKS)");
-	else
-		snprintf(who, sizeof(who), "cpu not in the quirk table (%s family 0x%x model 0x%x)",
-		         cpu->vendor[0] ? cpu->vendor : "?", cpu->family, cpu->model);
-	ret = wc_first_use_threshold(features & wc_cpu_get()->features, cfg->flush_insn, &t, &ms);
+	ret = wc_first_use_choice(features & wc_cpu_get()->features, cfg->flush_insn, &ch);
+	if (!ret && (!wc_strategy_usable(ch.small, features) ||
+	             !wc_strategy_usable(ch.large, features)))
+		ret = wc_err(-ENOTSUP, "the measurement chose a strategy this policy cannot use");
 	if (ret) {
 		set_split(p, nt, cached, DEFAULT_THRESHOLD);
-		snprintf(why, len, "%s, measurement failed (%s): default %d", who, wc_errmsg(),
-		         DEFAULT_THRESHOLD);
-	} else if (t == SIZE_MAX) {
-		set_uniform(p, nt, SIZE_MAX);
-		snprintf(why, len, "%s, measured at first use in %.0f ms: non-temporal wins at "
-		         "every size", who, ms);
-	} else {
-		set_split(p, nt, cached, t);
-		snprintf(why, len, "%s, measured at first use in %.0f ms: crossover %zu", who, ms,
-		         t);
+		snprintf(why, len, "%smeasurement failed (%s): default %d",
+		         env_set & WC_ENV_NO_QUIRKS ? "quirk table ignored (env WC_PMEM_NO_QUIRKS), "
+		                                    : "", wc_errmsg(), DEFAULT_THRESHOLD);
+		return 0;
 	}
+	snprintf(how, sizeof(how), "%smeasured at first use in %.0f ms",
+	         env_set & WC_ENV_NO_QUIRKS ? "quirk table ignored (env WC_PMEM_NO_QUIRKS), " : "",
+	         ch.ms);
+	set_choice(p, &ch, how, why, len);
 	return 0;
 }
 
@@ -236,20 +252,15 @@ static int decide(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
 		snprintf(why, len, "no %s: non-temporal at every size",
 		         clwb ? "clwb" : "clflushopt");
 	} else if (cfg->threshold == WC_PMEM_THRESHOLD_AUTO) {
-		size_t t;
+		struct wc_flush_choice ch;
+		char how[96];
 
-		ret = wc_calibrated_threshold(features, cfg->flush_insn, &t);
+		ret = wc_calibrated_choice(features & wc_cpu_get()->features, cfg->flush_insn, &ch);
 		if (ret)
 			return ret;
-		if (t == SIZE_MAX) {
-			set_uniform(p, nt, SIZE_MAX);
-			snprintf(why, len, "calibrated (%s): non-temporal wins at every size",
-			         origin(env_set, WC_ENV_THRESHOLD, "env WC_PMEM_THRESHOLD=auto"));
-		} else {
-			set_split(p, nt, cached, t);
-			snprintf(why, len, "calibrated (%s): crossover %zu",
-			         origin(env_set, WC_ENV_THRESHOLD, "env WC_PMEM_THRESHOLD=auto"), t);
-		}
+		snprintf(how, sizeof(how), "calibrated (%s)",
+		         origin(env_set, WC_ENV_THRESHOLD, "env WC_PMEM_THRESHOLD=auto"));
+		set_choice(p, &ch, how, why, len);
 	} else if (cfg->threshold == SIZE_MAX) {
 		set_uniform(p, nt, SIZE_MAX);
 		snprintf(why, len, "%s: non-temporal at every size",
@@ -260,11 +271,11 @@ static int decide(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
 		         origin(env_set, WC_ENV_THRESHOLD, "env WC_PMEM_THRESHOLD"),
 		         cfg->threshold);
 	} else if (!(env_set & WC_ENV_NO_QUIRKS) && (quirk = wc_cpu_quirk_find(cpu)) &&
-	           (quirk->flags & WC_QUIRK_NT_GOOD)) {
+	           (quirk->flags & WC_QUIRK_NO_CACHED)) {
 		set_uniform(p, nt, SIZE_MAX);
 		snprintf(why, len, "%s", quirk->reason);
 	} else {
-		return measure_unknown(p, cfg, cpu, features, env_set, nt, cached, why, len);
+		return measure_first_use(p, cfg, features, env_set, nt, cached, why, len);
 	}
 	return 0;
 }
@@ -333,6 +344,38 @@ int wc_persist_policy_resolve(struct wc_persist_policy *p, const struct wc_pmem_
 	p->line.large_strategy = p->info.large_strategy;
 	p->line.reason = p->info.reason;
 	return 0;
+}
+
+int wc_persist_policy_set_choice(struct wc_persist_policy *p, enum wc_strategy_id small,
+                                 enum wc_strategy_id large, size_t threshold,
+                                 const char *reason)
+{
+#if defined(__x86_64__)
+	unsigned features = p->info.cpu;
+	const struct wc_strategy *s = wc_strategy_get(small), *l = wc_strategy_get(large);
+
+	if (!wc_strategy_usable(small, features) || !wc_strategy_usable(large, features) ||
+	    !s->nt)
+		return wc_err(-ENOTSUP, "flush policy: %s below %zu B and %s above: not usable on "
+		              "this CPU", s ? s->name : "?", threshold, l ? l->name : "?");
+	if (threshold == SIZE_MAX || small == large)
+		set_uniform(p, s, SIZE_MAX);
+	else
+		set_split(p, s, l, threshold);
+	p->line.threshold = p->threshold;
+	p->line.copy_small = p->copy_small;
+	p->line.copy_large = p->copy_large;
+	p->line.set_small = p->set_small;
+	p->line.set_large = p->set_large;
+	p->line.small_strategy = p->info.small_strategy;
+	p->line.large_strategy = p->info.large_strategy;
+	p->info.threshold = p->threshold;
+	wc_persist_policy_set_reason(p, reason);
+	return 0;
+#else
+	(void)p, (void)small, (void)large, (void)threshold, (void)reason;
+	return wc_err(-ENOTSUP, "flush policy: strategies are chosen by libpmem2 here");
+#endif
 }
 
 void wc_persist_policy_set_reason(struct wc_persist_policy *p, const char *reason)
