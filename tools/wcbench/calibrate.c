@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * calibrate.c -- `wcbench calibrate`: the crossover between non-temporal
- * stores and cached stores + flush on this machine, twice: the quick
+ * calibrate.c -- `wcbench calibrate`: the non-temporal store width and the
+ * crossover between non-temporal stores and cached stores + flush on this
+ * machine, twice: the quick
  * measurement wc_pmem_calibrate() (what WC_PMEM_THRESHOLD=auto runs, and
  * `wcctl calibrate`), then a longer sweep of the same method that prints
  * every point.  With --cache PATH it measures an existing cache file on its
@@ -20,8 +21,10 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: wcbench calibrate [options]\n"
-	        "Measure where cached stores + flush start beating non-temporal stores and\n"
-	        "print the recommended threshold (WC_PMEM_THRESHOLD / wc_pmem_config.threshold).\n\n"
+	        "Measure every non-temporal store width the CPU has (64-bit MOVNTI, 128, 256,\n"
+	        "512) and where cached stores + flush start beating them; print the choice\n"
+	        "the engine makes from it and the recommended threshold (WC_PMEM_THRESHOLD /\n"
+	        "wc_pmem_config.threshold).\n\n"
 	        "  --cache PATH  measure on the free blocks of the cache file PATH instead, in\n"
 	        "                place, and record the result in its superblock (what wc_create\n"
 	        "                does; blocks holding data are never written).  Offline: a\n"
@@ -57,7 +60,23 @@ void wcb_text_calibration(FILE *f, const struct wcadm_calibration *cal)
 		        pt->cached_fenced / pt->nt_fenced, pt->nt_batched, pt->cached_batched,
 		        pt->cached_batched / pt->nt_batched);
 	}
-	fprintf(f, "(ratio = cached time / nt time: above 1, non-temporal stores are faster)\n");
+	fprintf(f, "(nt = the width chosen for the size; ratio = cached time / nt time: above\n"
+	           " 1, non-temporal stores are faster)\n");
+	if (cal->n_nt < 2)
+		return;
+	fprintf(f, "\nevery non-temporal width, ns per copy, fenced per copy / one fence per 64:\n");
+	fprintf(f, "%-9s", "size");
+	for (unsigned w = 0; w < cal->n_nt; w++)
+		fprintf(f, " %19s", cal->nt_names[w]);
+	fprintf(f, "\n");
+	for (unsigned i = 0; i < cal->npoints; i++) {
+		const struct wcadm_calibration_point *pt = &cal->pt[i];
+
+		fprintf(f, "%-9s", wct_size_str(sz, sizeof(sz), pt->size));
+		for (unsigned w = 0; w < cal->n_nt; w++)
+			fprintf(f, " %8.0fns /%6.0fns", pt->w_fenced[w], pt->w_batched[w]);
+		fprintf(f, "\n");
+	}
 }
 
 void wcb_json_calibration(struct wct_json *j, const struct wcadm_calibration *cal,
@@ -65,6 +84,11 @@ void wcb_json_calibration(struct wct_json *j, const struct wcadm_calibration *ca
 {
 	wct_json_str(j, "nt", cal->nt_name);
 	wct_json_str(j, "cached", cal->cached_name);
+	wct_json_str(j, "choice", cal->choice);
+	wct_json_array(j, "widths", false);
+	for (unsigned w = 0; w < cal->n_nt; w++)
+		wct_json_str(j, NULL, cal->nt_names[w]);
+	wct_json_end(j);
 	if (area)
 		wct_json_u64(j, "area_bytes", *area);
 	wct_json_u64(j, "rounds", cal->rounds);
@@ -78,6 +102,14 @@ void wcb_json_calibration(struct wct_json *j, const struct wcadm_calibration *ca
 		wct_json_num(j, "cached_fenced_ns", "%.1f", pt->cached_fenced);
 		wct_json_num(j, "nt_batched_ns", "%.1f", pt->nt_batched);
 		wct_json_num(j, "cached_batched_ns", "%.1f", pt->cached_batched);
+		wct_json_array(j, "width_fenced_ns", false);
+		for (unsigned w = 0; w < cal->n_nt; w++)
+			wct_json_num(j, NULL, "%.1f", pt->w_fenced[w]);
+		wct_json_end(j);
+		wct_json_array(j, "width_batched_ns", false);
+		for (unsigned w = 0; w < cal->n_nt; w++)
+			wct_json_num(j, NULL, "%.1f", pt->w_batched[w]);
+		wct_json_end(j);
 		wct_json_end(j);
 	}
 	wct_json_end(j);
@@ -144,11 +176,11 @@ int wcbench_calibrate(int argc, char **argv)
 		       cal.cached_name);
 		return 0;
 	}
-	printf("\nthorough sweep: %s vs %s, best of %u rounds, %s per point, %.0f ms\n",
-	       cal.nt_name, cal.cached_name, cal.rounds, wct_size_str(s1, sizeof(s1), bytes),
-	       cal.elapsed_ms);
+	printf("\nthorough sweep: %u non-temporal widths vs %s, best of %u rounds, %s per point, "
+	       "%.0f ms\n", cal.n_nt, cal.cached_name, cal.rounds,
+	       wct_size_str(s1, sizeof(s1), bytes), cal.elapsed_ms);
 	wcb_text_calibration(stdout, &cal);
-	printf("\ncrossover: %s\nrecommended: WC_PMEM_THRESHOLD=%s\n",
+	printf("\nchoice: %s\ncrossover: %s\nrecommended: WC_PMEM_THRESHOLD=%s\n", cal.choice,
 	       cal.threshold == SIZE_MAX ? "none: non-temporal stores win at every size" :
 	                                   threshold_str(buf, sizeof(buf), cal.threshold),
 	       cal.threshold == SIZE_MAX ? "nt" : threshold_str(buf, sizeof(buf), cal.threshold));

@@ -4,10 +4,12 @@
  * on this machine, per copy size, against the engine's policy.
  *
  * Columns: the engine's policy through the public API (wc_pmem_memcpy and
- * wc_pmem_drain, environment included), every strategy it chooses from, a
- * bare loop of the non-temporal width it uses (flush_bare.c: the least any
- * engine of that width can do), libpmem2's pmem2_memcpy on the same
- * mapping, and plain memcpy (not persistent: the ceiling, for reference).
+ * wc_pmem_drain, environment included), every strategy it chooses from
+ * (every non-temporal width the CPU has, the cached ones), a bare loop of
+ * every width (flush_bare.c: the least any engine of that width can do),
+ * libpmem2's pmem2_memcpy on the same mapping, and plain memcpy (not
+ * persistent: the ceiling, for reference).  "Best" is the fastest of the
+ * strategies and bare loops.
  * Each is measured with a fence after every copy and with one fence per
  * --batch copies (and one at the end).
  *
@@ -59,7 +61,7 @@ static void usage(FILE *f)
 	        "  --slices N       passes over all columns per run, each 1/N of a sample\n"
 	        "                   (default 5)\n"
 	        "  --dst-offset N   misalign every destination by N bytes (0..63, default 0)\n"
-	        "  --all-nt         also measure every non-temporal width the CPU has\n"
+	        "  --all-nt         (accepted; every non-temporal width is always measured)\n"
 	        "  --json           machine-readable output on stdout\n"
 	        "  --plot FILE.png  bandwidth vs size per strategy, with gnuplot\n"
 	        "  --check          exit 1 unless the policy is >= 0.95x the best strategy and\n"
@@ -141,25 +143,34 @@ static void add_column(struct bench *b, const char *name, enum col_kind kind,
 static void make_columns(struct bench *b)
 {
 	/* The strategies the policy may choose from: WC_PMEM_NO_* hides some. */
-	struct wcadm_strategy s, usable[8];
+	struct wcadm_strategy usable[8];
+	const char *bare_name;
+	wcadm_copy_fn bare;
 	unsigned features, n;
+	bool bare_ok = b->dst_offset == 0 && b->min >= 64;
 
 	wcadm_flush_inputs(&features, NULL);
 	n = wcadm_strategies(features, usable, sizeof(usable) / sizeof(usable[0]));
 	add_column(b, "policy", COL_POLICY, NULL, false);
-	if (wcadm_strategy_best_nt(features, &s)) {
-		const char *bare_name;
-		wcadm_copy_fn bare = flushbench_bare_loop(s.name, &bare_name);
-
-		add_column(b, s.name, COL_STRATEGY, s.copy, true);
-		if (bare && b->dst_offset == 0 && b->min >= 64)
-			add_column(b, bare_name, COL_BARE, bare, false);
-	}
-	/* Every non-temporal width with --all-nt, then the cached ones. */
-	for (unsigned pass = 0; pass < 2; pass++)
-		for (unsigned i = 0; i < n; i++)
-			if (pass ? !usable[i].nt : usable[i].nt && b->all_nt)
+	/* The bare loop of the width the policy copies small sizes with comes
+	 * first: pol/bare compares with it. */
+	bare = flushbench_bare_loop(b->policy.info.small_strategy, &bare_name);
+	if (bare && bare_ok)
+		add_column(b, bare_name, COL_BARE, bare, true);
+	/* Every non-temporal width (the engine measures which one to use),
+	 * then the cached strategies, then the other widths' bare loops: a
+	 * 256-bit loop beat the engine's 512-bit one on a Zen 4, so every
+	 * width the CPU has is a reference. */
+	for (unsigned pass = 0; pass < 3; pass++)
+		for (unsigned i = 0; i < n; i++) {
+			if (pass == 0 && usable[i].nt)
 				add_column(b, usable[i].name, COL_STRATEGY, usable[i].copy, true);
+			else if (pass == 1 && !usable[i].nt)
+				add_column(b, usable[i].name, COL_STRATEGY, usable[i].copy, true);
+			else if (pass == 2 && usable[i].nt && bare_ok &&
+			         (bare = flushbench_bare_loop(usable[i].name, &bare_name)))
+				add_column(b, bare_name, COL_BARE, bare, true);
+		}
 	add_column(b, "pmem2", COL_PMEM2, NULL, false);
 	add_column(b, "memcpy", COL_MEMCPY, NULL, false);
 }

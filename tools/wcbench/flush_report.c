@@ -72,8 +72,45 @@ static const char *gran_name(enum pmem2_granularity g)
 	       g == PMEM2_GRANULARITY_CACHE_LINE ? "CACHE_LINE" : "PAGE";
 }
 
+/* The width the policy copies small sizes with, and the other width that
+ * came closest in this run: its speed relative to the chosen one, the
+ * geometric mean over sizes and both modes (> 1: it was faster). */
+static bool runner_up(const struct bench *b, unsigned *chosen, unsigned *other, double *speed)
+{
+	const char *name = b->policy.info.small_strategy;
+	bool found = false;
+
+	for (unsigned ci = 0; ci < b->ncols; ci++)
+		if (b->col[ci].kind == COL_STRATEGY && strcmp(b->col[ci].name, name) == 0) {
+			*chosen = ci;
+			found = true;
+		}
+	if (!found || strncmp(name, "nt-", 3) != 0)
+		return false;
+	found = false;
+	for (unsigned ci = 0; ci < b->ncols; ci++) {
+		double lg = 0;
+
+		if (ci == *chosen || b->col[ci].kind != COL_STRATEGY ||
+		    strncmp(b->col[ci].name, "nt-", 3) != 0)
+			continue;
+		for (unsigned si = 0; si < b->nsizes; si++)
+			for (unsigned m = 0; m < NMODES; m++)
+				lg += log(b->median[si][*chosen][m] / b->median[si][ci][m]);
+		lg = exp(lg / (b->nsizes * NMODES));
+		if (!found || lg > *speed) {
+			*other = ci;
+			*speed = lg;
+			found = true;
+		}
+	}
+	return found;
+}
+
 void flushbench_print_table(const struct bench *b)
 {
+	unsigned chosen, other;
+	double speed;
 	const struct wc_pmem_info *in = &b->policy.info;
 	char s1[64], s2[64], text[256];
 	struct verdict v[NMODES];
@@ -119,6 +156,10 @@ void flushbench_print_table(const struct bench *b)
 		       "(the least any engine can do; not a strategy)\n",
 		       b->col[flushbench_col_of_kind(b, COL_BARE)].name);
 	printf("  policy: wc_pmem_memcpy + wc_pmem_drain, the public functions\n");
+	if (runner_up(b, &chosen, &other, &speed))
+		printf("width: the policy copies with %s; in this run %s came next, at %.2fx its "
+		       "speed (geometric mean over sizes and both modes)\n", b->col[chosen].name,
+		       b->col[other].name, speed);
 	for (unsigned m = 0; m < NMODES; m++)
 		printf("%s: policy/best >= %.2f (lowest at %s, upper quartile %.2f), "
 		       "policy/pmem2 >= %.2f (lowest at %s, upper quartile %.2f)\n",
@@ -152,6 +193,18 @@ void flushbench_print_json(const struct bench *b)
 	wct_json_u64(&j, "features", b->policy.info.cpu);
 	wct_json_end(&j);
 	wcb_json_policy(&j, "policy", &b->policy.info);
+	{
+		unsigned chosen, other;
+		double speed;
+
+		if (runner_up(b, &chosen, &other, &speed)) {
+			wct_json_object(&j, "width", false);
+			wct_json_str(&j, "chosen", b->col[chosen].name);
+			wct_json_str(&j, "runner_up", b->col[other].name);
+			wct_json_num(&j, "runner_up_speed", "%.3f", speed);
+			wct_json_end(&j);
+		}
+	}
 	wct_json_array(&j, "columns", false);
 	for (unsigned ci = 0; ci < b->ncols; ci++)
 		wct_json_str(&j, NULL, b->col[ci].name);

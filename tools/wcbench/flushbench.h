@@ -16,7 +16,7 @@
 enum col_kind { COL_POLICY, COL_STRATEGY, COL_BARE, COL_PMEM2, COL_MEMCPY };
 enum { MODE_FENCED, MODE_BATCHED, NMODES };
 
-#define MAX_COLS  12
+#define MAX_COLS  16
 #define MAX_SIZES 64
 #define MAX_RUNS  101
 #define MAX_SLICES 64
@@ -25,7 +25,8 @@ struct column {
 	const char *name;
 	enum col_kind kind;
 	wcadm_copy_fn copy; /* COL_STRATEGY, COL_BARE */
-	bool single;      /* one of the engine's strategies: counts for "best" */
+	bool single;      /* a reference the policy must keep up with: counts for "best"
+	                     (the engine's strategies and the bare loops) */
 };
 
 struct bench {
