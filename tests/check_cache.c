@@ -278,6 +278,17 @@ START_TEST(test_config_parse)
 	ct_assert_err(wc_config_parse(&cfg, "high_watermark=20,low_watermark=30"), -EINVAL);
 	ct_assert_err(wc_config_parse(&cfg, "writeback_jobs=0"), -EINVAL);
 	ct_assert_err(wc_config_parse(&cfg, "cleaner=maybe"), -EINVAL);
+	/* nofua takes a value as the other switches do (a fresh config: the
+	 * failed parses above left watermarks that fail validation). */
+	wc_config_init(&cfg);
+	ck_assert_int_eq(wc_config_parse(&cfg, "fua=1,nofua=1"), 0);
+	ck_assert(!cfg.fua);
+	ck_assert_int_eq(wc_config_parse(&cfg, "nofua=0"), 0);
+	ck_assert(cfg.fua);
+	ck_assert_int_eq(wc_config_parse(&cfg, "nofua"), 0);
+	ck_assert(!cfg.fua);
+	ct_assert_err(wc_config_parse(&cfg, "nofua=perhaps"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "nofua"));
 	ct_assert_err(wc_config_parse(&cfg, "pmem_force=fast"), -EINVAL);
 	ct_assert_err(wc_config_parse(NULL, "cleaner"), -EINVAL);
 }

@@ -91,9 +91,14 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 		return parse_bool(key, val, &cfg->cleaner);
 	if (!strcmp(key, "fua"))
 		return parse_bool(key, val, &cfg->fua);
-	if (!strcmp(key, "nofua") && !val) {
-		cfg->fua = false;
-		return 0;
+	if (!strcmp(key, "nofua")) {
+		/* "nofua", "nofua=1" and "nofua=0" all say what they mean. */
+		bool no;
+
+		ret = parse_bool(key, val, &no);
+		if (ret == 0)
+			cfg->fua = !no;
+		return ret;
 	}
 	if (!strcmp(key, "medium")) {
 		if (val && !strcmp(val, "auto"))
