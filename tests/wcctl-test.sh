@@ -143,6 +143,13 @@ truncate -s 64M "$origin"        # 16384 origin blocks of 4 KiB
 run 2 "no command is a usage error" -- "$W"
 run 0 "--help lists the commands" "calibrate" -- "$W" --help
 run 2 "unknown command is a usage error" "unknown command" -- "$W" frobnicate
+run 0 "--version names the library's version" "^wcctl \(libwcache\) [0-9]+\.[0-9]+" -- "$W" --version
+if [ -x "$builddir/tools/wcbench/wcbench" ]; then
+	run 0 "wcbench --version names the library's version" "^wcbench \(libwcache\) [0-9]+\.[0-9]+" -- \
+		"$builddir/tools/wcbench/wcbench" --version
+else
+	skip "wcbench --version names the library's version" "wcbench not built"
+fi
 for sub in create status writeback set-origin check dump calibrate; do
 	run 0 "$sub --help" "usage: wcctl $sub" -- "$W" "$sub" --help
 done

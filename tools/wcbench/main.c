@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "wcache.h"
 #include "wcbench.h"
 
 struct wcbench_command {
@@ -26,7 +27,7 @@ static const struct wcbench_command commands[] = {
 	{ "flush", wcbench_flush,
 	  "persist bandwidth per copy size: the engine's policy vs every strategy and libpmem2" },
 	{ "calibrate", wcbench_calibrate,
-	  "measure the non-temporal / cached+flush crossover and recommend a threshold" },
+	  "measure the non-temporal widths and the cached+flush crossover; recommend a threshold" },
 	{ "run", wcbench_run,
 	  "a workload on a cache vs its cost floor (flush engine alone), IOPS, latency, scaling" },
 	{ "recover", wcbench_recover,
@@ -39,7 +40,8 @@ static const struct wcbench_command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: wcbench <command> [options]   (wcbench <command> --help)\n\ncommands:\n");
+	fprintf(f, "usage: wcbench <command> [options]   (wcbench <command> --help, wcbench "
+	           "--version)\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
@@ -53,6 +55,10 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("wcbench (libwcache) %d.%d\n", WCACHE_VERSION_MAJOR, WCACHE_VERSION_MINOR);
 		return 0;
 	}
 	for (size_t i = 0; i < NCOMMANDS; i++)
