@@ -11,6 +11,15 @@
 static inline __attribute__((always_inline)) void copy_lines(char *d, const char *s,
                                                              size_t lines)
 {
+	const char *end;
+
+	/* Fewer than four lines (a 64-byte record, a small block): one store
+	 * each and nothing to set up. */
+	if (lines < 4) {
+		for (end = s + lines * WC_LINE; s != end; s += WC_LINE, d += WC_LINE)
+			_mm512_stream_si512((void *)d, _mm512_loadu_si512((const void *)s));
+		return;
+	}
 	/* Four lines per turn: four independent loads in flight before the
 	 * stores. */
 	for (; lines >= 4; lines -= 4, d += 4 * WC_LINE, s += 4 * WC_LINE) {
