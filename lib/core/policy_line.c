@@ -133,10 +133,9 @@ void wc_policy_fill(struct wc_pmem_policy *pl, const struct wc_calibration *cal,
 	if (cal->npoints) {
 		const struct wc_calibration_point *pt = &cal->pt[cal->npoints - 1];
 		double nt = pt->nt_fenced + pt->nt_batched;
-
-		pl->max_size_kib = (uint16_t)(pt->size >> 10);
 		double r = nt > 0 ? (pt->cached_fenced + pt->cached_batched) / nt * 1000 + 0.5 : 0;
 
+		pl->max_size_kib = (uint16_t)(pt->size >> 10);
 		pl->cached_vs_nt = (uint16_t)(r > UINT16_MAX ? UINT16_MAX : r);
 	}
 	pl->elapsed_us = (uint32_t)(cal->elapsed_ms * 1000);
@@ -187,9 +186,9 @@ int wc_policy_choice(const struct wc_pmem_policy *pl, struct wc_flush_choice *ou
 
 	memset(out, 0, sizeof(*out));
 	out->threshold = pl->threshold == UINT64_MAX ? SIZE_MAX : (size_t)pl->threshold;
-	if (pl->version == 1 && pl->small_strategy == WC_POLICY_STRAT_NONE &&
-	    pl->large_strategy == WC_POLICY_STRAT_NONE) {
-		/* Recorded before widths were measured: what was chosen then. */
+	if (pl->version == 1) {
+		/* Recorded before widths were measured (bytes 58-59 were the
+		 * high half of a ratio): what was chosen then. */
 		out->small = wc_strategy_best_nt(pl->features);
 		out->large = out->threshold == SIZE_MAX ? out->small
 		             : pl->flush_insn == WC_PMEM_CLWB ? WC_STRAT_CACHED_CLWB
