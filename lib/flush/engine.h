@@ -276,8 +276,8 @@ struct wc_cal_extent {
  * destination moving forward so every copy writes cold lines), at the sizes
  * up to `max_size` that fit an extent, for `rounds` interleaved rounds of
  * `bytes_per_point` bytes per size and strategy, stopping early once a
- * round completes more than `budget_ms` (0 = no limit) after the first
- * began (the untimed first touch of every extent comes before), and choose
+ * round from the second on completes more than `budget_ms` (0 = no limit)
+ * after the first began (the untimed first touch of every extent comes before), and choose
  * (out->choice).  Every byte of the extents is overwritten; nothing
  * outside them is written.  0 or -errno.
  */

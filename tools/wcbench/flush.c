@@ -152,11 +152,14 @@ static void make_columns(struct bench *b)
 	wcadm_flush_inputs(&features, NULL);
 	n = wcadm_strategies(features, usable, sizeof(usable) / sizeof(usable[0]));
 	add_column(b, "policy", COL_POLICY, NULL, false);
-	/* The bare loop of the width the policy copies small sizes with comes
-	 * first: pol/bare compares with it. */
+	/* The bare loop of the width the policy copies small sizes with:
+	 * pol/bare compares with it. */
+	b->pol_bare = -1;
 	bare = flushbench_bare_loop(b->policy.info.small_strategy, &bare_name);
-	if (bare && bare_ok)
+	if (bare && bare_ok) {
+		b->pol_bare = (int)b->ncols;
 		add_column(b, bare_name, COL_BARE, bare, true);
+	}
 	/* Every non-temporal width (the engine measures which one to use),
 	 * then the cached strategies, then the other widths' bare loops: a
 	 * 256-bit loop beat the engine's 512-bit one on a Zen 4, so every
@@ -452,12 +455,10 @@ static void measure(struct bench *b)
 			b->vs_best[si][m] = paired_ratio(b, si, m, b->best[si][m], pol,
 			                                 &b->vs_best_q3[si][m]);
 			b->vs_pmem2[si][m] = paired_ratio(b, si, m, pm, pol, &b->vs_pmem2_q3[si][m]);
-			if (flushbench_col_of_kind(b, COL_BARE) >= 0) {
+			if (b->pol_bare >= 0) {
 				double q3;
 
-				b->vs_bare[si][m] = paired_ratio(b, si, m,
-				                                 (unsigned)flushbench_col_of_kind(b, COL_BARE),
-				                                 pol, &q3);
+				b->vs_bare[si][m] = paired_ratio(b, si, m, (unsigned)b->pol_bare, pol, &q3);
 			}
 		}
 	}

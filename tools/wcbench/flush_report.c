@@ -132,7 +132,7 @@ void flushbench_print_table(const struct bench *b)
 		for (unsigned ci = 0; ci < b->ncols; ci++)
 			printf(" %17s", b->col[ci].kind == COL_MEMCPY ? "memcpy*" : b->col[ci].name);
 		printf("  %8s %9s", "pol/best", "pol/pmem2");
-		if (flushbench_col_of_kind(b, COL_BARE) >= 0)
+		if (b->pol_bare >= 0)
 			printf(" %8s", "pol/bare");
 		printf("  best\n");
 		for (unsigned si = 0; si < b->nsizes; si++) {
@@ -144,17 +144,17 @@ void flushbench_print_table(const struct bench *b)
 				       wcb_ns_str(s2, sizeof(s2), 1, ns));
 			}
 			printf("  %8.2f %9.2f", b->vs_best[si][m], b->vs_pmem2[si][m]);
-			if (flushbench_col_of_kind(b, COL_BARE) >= 0)
+			if (b->pol_bare >= 0)
 				printf(" %8.2f", b->vs_bare[si][m]);
 			printf("  %s\n", b->col[b->best[si][m]].name);
 		}
 	}
 	flushbench_judge(b, v);
 	printf("\n* memcpy: plain cached stores, not persistent (a ceiling, for reference)\n");
-	if (flushbench_col_of_kind(b, COL_BARE) >= 0)
-		printf("  %s: aligned non-temporal stores of the policy's width and nothing else "
-		       "(the least any engine can do; not a strategy)\n",
-		       b->col[flushbench_col_of_kind(b, COL_BARE)].name);
+	if (b->pol_bare >= 0)
+		printf("  bare-*: aligned non-temporal stores of one width and nothing else (the "
+		       "least any engine of that width can do); pol/bare: against %s, the policy's "
+		       "width\n", b->col[b->pol_bare].name);
 	printf("  policy: wc_pmem_memcpy + wc_pmem_drain, the public functions\n");
 	if (runner_up(b, &chosen, &other, &speed))
 		printf("width: the policy copies with %s; in this run %s came next, at %.2fx its "
@@ -229,7 +229,7 @@ void flushbench_print_json(const struct bench *b)
 			wct_json_num(&j, "policy_vs_best_q3", "%.3f", b->vs_best_q3[si][m]);
 			wct_json_num(&j, "policy_vs_pmem2", "%.3f", b->vs_pmem2[si][m]);
 			wct_json_num(&j, "policy_vs_pmem2_q3", "%.3f", b->vs_pmem2_q3[si][m]);
-			if (flushbench_col_of_kind(b, COL_BARE) >= 0)
+			if (b->pol_bare >= 0)
 				wct_json_num(&j, "policy_vs_bare", "%.3f", b->vs_bare[si][m]);
 			wct_json_end(&j);
 		}

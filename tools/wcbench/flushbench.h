@@ -52,6 +52,7 @@ struct bench {
 
 	struct column col[MAX_COLS];
 	unsigned ncols;
+	int pol_bare;      /* the bare loop of the policy's width, or -1 (pol/bare) */
 	uint64_t sizes[MAX_SIZES];
 	unsigned nsizes;
 	/* copies per sample, from the pilot, per size/column/mode */
