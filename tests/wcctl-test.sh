@@ -142,6 +142,8 @@ truncate -s 64M "$origin"        # 16384 origin blocks of 4 KiB
 # ---- usage -----------------------------------------------------------------
 run 2 "no command is a usage error" -- "$W"
 run 0 "--help lists the commands" "calibrate" -- "$W" --help
+run 0 "--help gives calibrate's CACHE, as the man page does" "calibrate +\[CACHE\] \[--json\]" -- \
+	"$W" --help
 run 2 "unknown command is a usage error" "unknown command" -- "$W" frobnicate
 run 0 "--version names the library's version" "^wcctl \(libwcache\) [0-9]+\.[0-9]+" -- "$W" --version
 if [ -x "$builddir/tools/wcbench/wcbench" ]; then

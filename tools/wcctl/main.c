@@ -34,8 +34,8 @@ static const struct wcctl_command commands[] = {
 	  "offline consistency check of a cache image (exit 1 if damaged)" },
 	{ "dump", wcctl_dump, "CACHE [--all]",
 	  "list the metadata of a cache image (entries; block: segments, records)" },
-	{ "calibrate", wcctl_calibrate, "[--json]",
-	  "measure the flush engine's crossover and show the policy in force" },
+	{ "calibrate", wcctl_calibrate, "[CACHE] [--json]",
+	  "measure the flush engine's width and crossover; the policy in force (and CACHE's)" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
