@@ -237,6 +237,15 @@ START_TEST(test_bad_create_open)
 	ct_make_file(small, sizeof(small), "small.pmem", 6000);
 	wc_config_init(&cfg);
 	ct_assert_err(wc_create(&c, small, origin_path, &cfg), -ENOSPC);
+	/* ... which stays: the create did not make it */
+	ck_assert_int_eq(access(small, F_OK), 0);
+	/* a create that made the file and then failed leaves none behind */
+	ck_assert_int_eq(unlink(small), 0);
+	cfg.cache_size = 6000;
+	ct_assert_err(wc_create(&c, small, origin_path, &cfg), -ENOSPC);
+	ck_assert_msg(access(small, F_OK) != 0 && errno == ENOENT,
+	              "a failed create left %s behind", small);
+	cfg.cache_size = 0;
 	/* an origin whose size is not a multiple of the block size */
 	ck_assert_int_eq(truncate(origin_path, (16 << 20) + 512), 0);
 	ct_assert_err(wc_create(&c, foreign, origin_path, &cfg), -EINVAL);

@@ -169,6 +169,24 @@ static int cache_begin(wc_cache **out, struct wc_cache **c, const char *cache_pa
 /* The common end of create and open: rebuild the DRAM state from the
  * entries (all free after a format), start write-back and hand the cache
  * over; or unwind everything on the first error. */
+/*
+ * A create that failed after making the cache file (ENOSPC while
+ * allocating it, a size too small for a cache) leaves no empty or half
+ * formatted file behind.  Only the file this cache holds open and locked
+ * is removed -- never a path another process made meanwhile.
+ */
+static void remove_made_file(struct wc_cache *c)
+{
+	struct stat held, named;
+
+	if (!c->path_was_absent || c->fd < 0)
+		return;
+	if (fstat(c->fd, &held) || !S_ISREG(held.st_mode) || stat(c->cache_path, &named) ||
+	    held.st_dev != named.st_dev || held.st_ino != named.st_ino)
+		return;
+	unlink(c->cache_path); /* best effort: the create's own error is what is reported */
+}
+
 static int cache_end(wc_cache **out, struct wc_cache *c, int ret, bool created)
 {
 	if (!ret)
@@ -189,6 +207,8 @@ static int cache_end(wc_cache **out, struct wc_cache *c, int ret, bool created)
 	}
 	if (c)
 		wc_writeback_stop(c);
+	if (c && created)
+		remove_made_file(c);
 	cache_free(c, false);
 	return ret;
 }
@@ -371,7 +391,12 @@ static int create_locked(wc_cache **out, const char *cache_path, struct wc_origi
 	uint64_t origin_size;
 	int ret;
 
+	struct stat st;
+	bool absent = cache_path && stat(cache_path, &st) != 0 && errno == ENOENT;
+
 	ret = cache_begin(out, &c, cache_path, origin, cfg, false, &origin_size, locked_fd);
+	if (c)
+		c->path_was_absent = absent;
 	if (ret)
 		goto fail;
 	if (origin_size == 0 || origin_size % c->cfg.block_size) {

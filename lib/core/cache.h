@@ -50,6 +50,8 @@ struct wc_cache {
 	uint64_t instance;               /* unique per open in this process (writers.c) */
 	struct wc_cache *open_next;      /* the process's open caches (writers.c) */
 	char *cache_path;
+	bool path_was_absent;            /* wc_create found no file there: a failed create removes
+	                                    the one it made */
 	struct wc_config cfg;
 	struct wc_layout layout;
 	uint64_t origin_blocks;
