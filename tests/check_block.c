@@ -147,6 +147,34 @@ END_TEST
 
 /* Many times the ring: write-back and reclaim run under the writers, and
  * reads stay right through the evictions. */
+/* A create's cache_size smaller than the file already there is refused,
+ * the file untouched; a create that made the file and failed removes it. */
+START_TEST(test_create_size_mismatch)
+{
+	struct wc_config cfg;
+	struct stat st;
+	wc_cache *c = NULL;
+	int fd = open(cache_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)CACHE_BYTES * 2), 0);
+	close(fd);
+	block_cfg(&cfg, NULL);
+	ck_assert_int_eq(wc_create(&c, cache_path, origin_path, &cfg), -EINVAL);
+	ck_assert_msg(strstr(wc_errmsg(), "larger than cache_size"), "%s", wc_errmsg());
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(stat(cache_path, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)CACHE_BYTES * 2);
+
+	ck_assert_int_eq(unlink(cache_path), 0);
+	wc_config_init(&cfg);
+	ck_assert_int_eq(wc_config_parse(&cfg, "medium=block,cache_size=8K"), 0);
+	ck_assert_int_lt(wc_create(&c, cache_path, origin_path, &cfg), 0);
+	ck_assert_msg(stat(cache_path, &st) != 0 && errno == ENOENT,
+	              "a failed create left %s behind", cache_path);
+}
+END_TEST
+
 START_TEST(test_ring_wraps)
 {
 	struct wc_stats st;
@@ -731,6 +759,7 @@ static Suite *block_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_write_read_reopen);
 	tcase_add_test(tc, test_ring_wraps);
+	tcase_add_test(tc, test_create_size_mismatch);
 	tcase_add_test(tc, test_read_while_in_flight);
 	tcase_add_test(tc, test_discard);
 	tcase_add_test(tc, test_discard_races_writes);

@@ -245,6 +245,17 @@ START_TEST(test_bad_create_open)
 	ct_assert_err(wc_create(&c, small, origin_path, &cfg), -ENOSPC);
 	ck_assert_msg(access(small, F_OK) != 0 && errno == ENOENT,
 	              "a failed create left %s behind", small);
+	/* cache_size smaller than the file there: refused, the file untouched */
+	ct_make_file(small, sizeof(small), "big.pmem", 32 << 20);
+	cfg.cache_size = 16 << 20;
+	ct_assert_err(wc_create(&c, small, origin_path, &cfg), -EINVAL);
+	ck_assert_msg(strstr(wc_errmsg(), "larger than cache_size"), "%s", wc_errmsg());
+	{
+		struct stat st;
+
+		ck_assert_int_eq(stat(small, &st), 0);
+		ck_assert_int_eq(st.st_size, 32 << 20);
+	}
 	cfg.cache_size = 0;
 	/* an origin whose size is not a multiple of the block size */
 	ck_assert_int_eq(truncate(origin_path, (16 << 20) + 512), 0);

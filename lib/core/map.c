@@ -71,6 +71,11 @@ static int prepare_file(struct wc_cache *c, bool create, uint64_t create_size)
 		return wc_err_sys(-errno, "%s: fstat", c->cache_path);
 	if (S_ISDIR(st.st_mode))
 		return wc_err(-EISDIR, "%s: is a directory", c->cache_path);
+	if (create && create_size && S_ISREG(st.st_mode) && (uint64_t)st.st_size > create_size)
+		return wc_err(-EINVAL, "%s is %llu bytes, larger than cache_size %llu: remove or "
+		              "truncate it, or leave cache_size unset to use all of it",
+		              c->cache_path, (unsigned long long)st.st_size,
+		              (unsigned long long)create_size);
 	if (create && create_size && S_ISREG(st.st_mode) && (uint64_t)st.st_size < create_size) {
 		/* Allocate now: a tmpfs or DAX file must not fault on ENOSPC
 		 * (SIGBUS) in the middle of a write. */
