@@ -127,6 +127,8 @@ static double rel(const struct wc_calibration *cal, unsigned w, unsigned i)
 		if (pt->w_batched[k] < bb)
 			bb = pt->w_batched[k];
 	}
+	if (bf <= 0 || bb <= 0) /* a sample under the clock's resolution: no verdict */
+		return 1.0;
 	return (pt->w_fenced[w] / bf + pt->w_batched[w] / bb) / 2;
 }
 
