@@ -295,6 +295,20 @@ static int decide(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
 }
 #endif
 
+/* The strategies just chosen become the CACHE_LINE choice in force and the
+ * one wc_persist_policy_set_granularity() returns to. */
+static void keep_strategies(struct wc_persist_policy *p)
+{
+	p->info.threshold = p->threshold;
+	p->line.threshold = p->threshold;
+	p->line.copy_small = p->copy_small;
+	p->line.copy_large = p->copy_large;
+	p->line.set_small = p->set_small;
+	p->line.set_large = p->set_large;
+	p->line.small_strategy = p->info.small_strategy;
+	p->line.large_strategy = p->info.large_strategy;
+}
+
 int wc_persist_policy_resolve(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
                             const struct wc_cpu *cpu, unsigned env_set)
 {
@@ -331,17 +345,9 @@ int wc_persist_policy_resolve(struct wc_persist_policy *p, const struct wc_pmem_
 		snprintf(why + used, sizeof(why) - used, "; pretending absent (%s): %s",
 		         origin(env_set, WC_ENV_DISABLE, "env WC_PMEM_NO_*"), text);
 	}
-	p->info.threshold = p->threshold;
 	p->info.reason = wc_intern(why);
-
-	p->line.threshold = p->threshold;
-	p->line.copy_small = p->copy_small;
-	p->line.copy_large = p->copy_large;
-	p->line.set_small = p->set_small;
-	p->line.set_large = p->set_large;
+	keep_strategies(p);
 	p->line.flush = p->flush;
-	p->line.small_strategy = p->info.small_strategy;
-	p->line.large_strategy = p->info.large_strategy;
 	p->line.reason = p->info.reason;
 	return 0;
 }
@@ -362,14 +368,7 @@ int wc_persist_policy_set_choice(struct wc_persist_policy *p, enum wc_strategy_i
 		set_uniform(p, s, SIZE_MAX);
 	else
 		set_split(p, s, l, threshold);
-	p->line.threshold = p->threshold;
-	p->line.copy_small = p->copy_small;
-	p->line.copy_large = p->copy_large;
-	p->line.set_small = p->set_small;
-	p->line.set_large = p->set_large;
-	p->line.small_strategy = p->info.small_strategy;
-	p->line.large_strategy = p->info.large_strategy;
-	p->info.threshold = p->threshold;
+	keep_strategies(p);
 	wc_persist_policy_set_reason(p, reason);
 	return 0;
 #else
