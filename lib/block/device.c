@@ -21,6 +21,7 @@
 
 #include "block/block.h"
 #include "core/cache.h"
+#include "core/map.h"
 #include "core/medium.h"
 #include "core/testhooks.h"
 #include "util/error.h"
@@ -198,11 +199,12 @@ int wc_blk_device_open(struct wc_cache *c, bool create, uint64_t create_size)
 		return wc_err_sys(-errno, "%s: fstat", c->cache_path);
 	if (S_ISDIR(st.st_mode))
 		return wc_err(-EISDIR, "%s: is a directory", c->cache_path);
-	if (create && create_size && S_ISREG(st.st_mode) && (uint64_t)st.st_size > create_size)
-		return wc_err(-EINVAL, "%s is %llu bytes, larger than cache_size %llu: remove or "
-		              "truncate it, or leave cache_size unset to use all of it",
-		              c->cache_path, (unsigned long long)st.st_size,
-		              (unsigned long long)create_size);
+	if (create) {
+		int ret = wc_map_check_create_size(c->cache_path, &st, create_size);
+
+		if (ret)
+			return ret;
+	}
 	/* Our own descriptor for the data: the locked one stays as it is (the
 	 * lock is on the open file description). */
 	b->fd = open(c->cache_path, O_RDWR | O_CLOEXEC | O_DIRECT);

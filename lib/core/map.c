@@ -49,6 +49,15 @@ int wc_map_lock_path(const char *path, int flags, int *err)
 	return fd;
 }
 
+int wc_map_check_create_size(const char *path, const struct stat *st, uint64_t create_size)
+{
+	if (create_size && S_ISREG(st->st_mode) && (uint64_t)st->st_size > create_size)
+		return wc_err(-EINVAL, "%s is %llu bytes, larger than cache_size %llu: remove or "
+		              "truncate it, or leave cache_size unset to use all of it", path,
+		              (unsigned long long)st->st_size, (unsigned long long)create_size);
+	return 0;
+}
+
 static int prepare_file(struct wc_cache *c, bool create, uint64_t create_size)
 {
 	struct stat st;
@@ -71,11 +80,8 @@ static int prepare_file(struct wc_cache *c, bool create, uint64_t create_size)
 		return wc_err_sys(-errno, "%s: fstat", c->cache_path);
 	if (S_ISDIR(st.st_mode))
 		return wc_err(-EISDIR, "%s: is a directory", c->cache_path);
-	if (create && create_size && S_ISREG(st.st_mode) && (uint64_t)st.st_size > create_size)
-		return wc_err(-EINVAL, "%s is %llu bytes, larger than cache_size %llu: remove or "
-		              "truncate it, or leave cache_size unset to use all of it",
-		              c->cache_path, (unsigned long long)st.st_size,
-		              (unsigned long long)create_size);
+	if (create && (ret = wc_map_check_create_size(c->cache_path, &st, create_size)))
+		return ret;
 	if (create && create_size && S_ISREG(st.st_mode) && (uint64_t)st.st_size < create_size) {
 		/* Allocate now: a tmpfs or DAX file must not fault on ENOSPC
 		 * (SIGBUS) in the middle of a write. */

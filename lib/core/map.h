@@ -12,6 +12,11 @@ struct wc_cache;
  * (lib/lock.c) before anything reads or writes it.  Returns the descriptor,
  * or -1 with *err = -errno (-EBUSY: in use) and a message. */
 int wc_map_lock_path(const char *path, int flags, int *err);
+/* wc_create with cache_size: a regular file already larger than it is
+ * refused (-EINVAL, with a message), not silently taken whole.  Both media
+ * call it before they size the file. */
+struct stat;
+int wc_map_check_create_size(const char *path, const struct stat *st, uint64_t create_size);
 /* Open (unless c->fd >= 0 already holds the locked file), lock and map
  * c->cache_path; with create_size > 0 a missing or smaller regular file is
  * created/extended to that size.  Sets c->fd, src, map, base, map_len and
