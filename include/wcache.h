@@ -295,7 +295,14 @@ struct wc_config {
 	 * chooses by itself, WC_MEDIUM_PMEM or WC_MEDIUM_BLOCK insist; wc_open
 	 * reads it from the cache and refuses a contradiction. */
 	uint32_t medium;
-	uint64_t reserved[5];       /* must be 0: room for later fields, whose 0
+	/* 0.7: wc_create formats a file or device that holds data but no
+	 * cache only with this set (refused with -EEXIST otherwise). */
+	uint32_t force;
+	/* 0.7: threads that serve wc_submit() requests which cannot complete
+	 * at once (misses, the block medium, writes waiting for room);
+	 * 0 = 4.  Started at the first such request. */
+	uint32_t async_threads;
+	uint64_t reserved[4];       /* must be 0: room for later fields, whose 0
 	                               will mean "as before" */
 };
 
