@@ -414,8 +414,9 @@ int wc_discard(wc_cache *c, uint64_t offset, uint64_t len);
 int wc_writeback(wc_cache *c);
 /* Turn cleaner mode on or off at run time. */
 int wc_set_cleaner(wc_cache *c, bool on);
-/* no_threads mode: do up to `budget` units of write-back, completion and
- * autocommit work; returns units done (0 = idle) or -errno. */
+/* wc_poll_timeout(c, budget, 0): never waits.  A cache that runs its own
+ * write-back thread (no_threads off) has only completions to deliver: with
+ * none waiting it returns -EOPNOTSUPP, saying the cache needs no polling. */
 int wc_poll(wc_cache *c, unsigned budget);
 uint64_t wc_size(const wc_cache *c);
 uint32_t wc_block_size(const wc_cache *c);
@@ -434,6 +435,91 @@ struct wc_stats {
 	                               cache and are valid until wc_close() */
 	/* The flush policy this cache copies with, and why (pmem.reason).  The
 	 * strings live as long as the process. */
+/* ======================================================================
+ * Vectored and asynchronous requests (0.7)
+ * ====================================================================== */
+
+/* As wc_write and wc_read, gathering from / scattering into iovcnt buffers
+ * (1..IOV_MAX) whose lengths sum to a multiple of the block size; a buffer
+ * need not hold whole blocks.  flags: WC_FUA. */
+ssize_t wc_writev(wc_cache *c, const struct iovec *iov, int iovcnt, uint64_t offset, unsigned flags);
+ssize_t wc_readv(wc_cache *c, const struct iovec *iov, int iovcnt, uint64_t offset);
+
+enum wc_req_op {
+	WC_REQ_READ = 0,       /* iov, iovcnt, offset; flags WC_REQ_NO_READAHEAD */
+	WC_REQ_WRITE = 1,      /* iov, iovcnt, offset; flags WC_FUA */
+	WC_REQ_FLUSH = 2,      /* as wc_flush: every write completed before the
+	                          submit is durable when it completes */
+	WC_REQ_DISCARD = 3,    /* offset, len: as wc_discard */
+	WC_REQ_INVALIDATE = 4, /* offset, len: write the range's dirty blocks
+	                          back, then drop its blocks from the cache only
+	                          (the origin keeps the data; nothing is lost) */
+	WC_REQ_WRITEBACK = 5,  /* offset, len: write the range's dirty blocks
+	                          back and make the origin durable; len 0 = the
+	                          whole cache, as wc_writeback */
+};
+#define WC_REQ_NO_READAHEAD 2u /* a read the cache must not read ahead of */
+
+/*
+ * One request.  wc_request_init() zeroes it and sets `size`; the caller
+ * fills op, flags, the buffers and done(), and keeps the struct and its
+ * buffers alive until done() ran.  done(req, res) runs exactly once with
+ * the byte count (READ, WRITE), 0 (the others) or -errno, and wc_errmsg()
+ * in that call describes a failure:
+ *   - before wc_submit returns, when the request needed nothing that can
+ *     wait: a read whose blocks are all cached, a write the cache had room
+ *     for, a flush, on persistent memory;
+ *   - else later, in the thread that calls wc_poll() or wc_poll_timeout()
+ *     (wc_event_fd() turns readable then).
+ * Many may be in flight from one thread; requests in flight together are
+ * not ordered with respect to each other (as a disk's queue: a read
+ * submitted beside a write to the same block sees either version).
+ */
+struct wc_request {
+	uint32_t size;             /* sizeof(struct wc_request); wc_request_init sets it */
+	uint32_t op;               /* enum wc_req_op */
+	uint32_t flags;            /* WC_FUA (WRITE), WC_REQ_NO_READAHEAD (READ) */
+	int32_t iovcnt;            /* READ, WRITE */
+	const struct iovec *iov;   /* READ, WRITE */
+	uint64_t offset;           /* bytes, a multiple of the block size */
+	uint64_t len;              /* DISCARD, INVALIDATE, WRITEBACK (bytes) */
+	void (*done)(struct wc_request *req, ssize_t res);
+	void *priv;                /* the caller's */
+	uint64_t internal[6];      /* the library's while in flight */
+	uint64_t reserved[4];      /* must be 0 */
+};
+void wc_request_init_size(struct wc_request *req, size_t size);
+#define wc_request_init(req) wc_request_init_size((req), sizeof(struct wc_request))
+
+/* Queue `req`: 0 = accepted (done() runs exactly once, perhaps already),
+ * or -errno and done() never runs: -EINVAL (a bad field, message naming
+ * it), -EIO (the cache is in its error state), -EAGAIN (no_threads: a write
+ * needs room the write-back has not made yet -- call wc_poll_timeout() and
+ * submit it again). */
+int wc_submit(wc_cache *c, struct wc_request *req);
+
+/*
+ * Event loops.  wc_event_fd() is a file descriptor (an eventfd owned by the
+ * cache, closed by wc_close) that turns readable when completions wait to
+ * be delivered; add it to epoll/poll/libuv for EPOLLIN and call
+ * wc_poll_timeout(c, budget, 0) when it is readable.  Without threads
+ * (no_threads) the cache's own work -- autocommit, write-back, the origin's
+ * completions, which no descriptor announces -- is also the host's:
+ * wc_next_deadline_ms() says how many milliseconds the host may wait at
+ * most before calling wc_poll_timeout() again (0 = now, -1 = only when the
+ * descriptor turns readable).
+ */
+int wc_event_fd(wc_cache *c);
+int wc_next_deadline_ms(wc_cache *c);
+/*
+ * Deliver completions (done() runs in this thread) and, without threads,
+ * do the cache's due work in steps that never wait for the origin: up to
+ * `budget` units (a completion, a commit, a write-back step).  Waits up to
+ * timeout_ms (-1 = until something happens, 0 = never) while there is
+ * nothing to do.  Returns units done (0 = idle) or -errno.
+ */
+int wc_poll_timeout(wc_cache *c, unsigned budget, int timeout_ms);
+
 	struct wc_pmem_info pmem;
 	/* Where it came from, one of: "calibrated at create" (measured on the
 	 * cache's free blocks by wc_create), "recorded" (the superblock's record,

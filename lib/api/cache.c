@@ -64,13 +64,15 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 	if (ret)
 		return wc_err(ret, "%s: flush policy: %s", cache_path, wc_errmsg());
 	c->t0_ms = wc_clock_coarse_ms() - 1;
-	return wc_writeback_init(c);
+	ret = wc_async_init(c);
+	return ret ? ret : wc_writeback_init(c);
 }
 
 /* Release everything; the origin only if the cache owns it. */
 static void cache_free(struct wc_cache *c, bool close_origin)
 {
 	if (!c)
+	wc_async_fini(c);
 		return;
 	wc_writers_unregister(c); /* before its writer slots go */
 	wc_ra_fini(c); /* its loads in flight use the origin */
@@ -564,6 +566,9 @@ int wc_close(wc_cache *c)
 
 	if (!c)
 		return wc_err(-EINVAL, "wc_close: NULL cache");
+	/* Requests in flight finish (their done() runs here) before anything
+	 * they use goes. */
+	wc_async_drain(c);
 	/* Stop write-back first: a round in flight completes (its I/O is
 	 * waited for inside the round) and frees only what is durable. */
 	if (c->blk) {

@@ -31,6 +31,7 @@
 #include "core/cache.h"
 #include "util/error.h"
 #include "core/readahead.h"
+#include "api/io.h"
 #include "api/reclaim.h"
 #include "block/block.h"
 #include "writeback/writeback.h"
@@ -312,7 +313,7 @@ static bool cached(struct wc_cache *c, uint64_t block)
  * the epoch of the last publication, WC_NONE if the group went around the
  * cache. */
 static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsigned n,
-                       uint64_t *published)
+                       uint64_t *published, bool nowait)
 {
 	struct wc_shard *s = wc_shard_of(c, block);
 	uint32_t bs = c->layout.block_size, idx[WC_GROUP];
@@ -322,6 +323,8 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 
 		bool cleaner = wc_writeback_cleaning(c);
 
+		if (nowait && cleaner)
+			return -EAGAIN; /* the origin's latency */
 		if (cleaner && !cached(c, block)) {
 			got = 1;
 			while ((unsigned)got < n && !cached(c, block + (unsigned)got))
@@ -330,7 +333,11 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 			*published = WC_NONE;
 		} else {
 			/* Cleaner mode decides block by block. */
-			got = wc_reclaim_blocks(c, idx, cleaner ? 1 : n);
+			/* nowait: only what the free lists hold now; making
+			 * room may wait for a commit or the origin. */
+			got = nowait ? (int)wc_alloc_pop(c, idx, n) : wc_reclaim_blocks(c, idx, cleaner ? 1 : n);
+			if (got == 0)
+				return -EAGAIN;
 			if (got < 0)
 				return got;
 			prefetch_publish(c, s, block, idx, (unsigned)got);
@@ -353,31 +360,36 @@ static int write_group(struct wc_cache *c, const char *src, uint64_t block, unsi
 	return 0;
 }
 
-ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsigned flags)
+int wc_io_check(struct wc_cache *c, const char *op, const void *buf, size_t len, uint64_t offset)
+{
+	return check_range(c, op, buf, len, offset);
+}
+
+int wc_io_write_checked(struct wc_cache *c, const char *op, uint64_t offset)
+{
+	int err = wc_has_error(c);
+
+	if (err)
+		return wc_err(-EIO, "%s %s at %llu: the cache is in error state (%d); reads still work",
+		              c->cache_path, op, (unsigned long long)offset, err);
+	return 0;
+}
+
+ssize_t wc_io_write(struct wc_cache *c, const void *buf, size_t len, uint64_t offset, unsigned flags,
+                    bool nowait)
 {
 	uint64_t published = WC_NONE;
-	int ret, err;
+	int ret;
 
-	if (!c)
-		return wc_err(-EINVAL, "wc_write: NULL cache");
-	ret = check_range(c, "write", buf, len, offset);
-	if (ret)
-		return ret;
-	if (flags & ~WC_FUA)
-		return wc_err(-EINVAL, "%s write: unknown flags 0x%x", c->cache_path, flags);
-	err = wc_has_error(c);
-	if (err)
-		return wc_err(-EIO, "%s write at %llu: the cache is in error state (%d); reads still work",
-		              c->cache_path, (unsigned long long)offset, err);
 	if (c->blk)
-		return wc_blk_write(c, buf, len, offset, flags & WC_FUA);
+		return nowait ? -EAGAIN : wc_blk_write(c, buf, len, offset, flags & WC_FUA);
 	for (uint64_t block = offset >> c->block_shift, end = block + (len >> c->block_shift);
 	     block < end;) {
 		uint64_t group_end = (block | (WC_GROUP - 1)) + 1;
 		unsigned n = (unsigned)((end < group_end ? end : group_end) - block);
 
 		ret = write_group(c, (const char *)buf + ((block << c->block_shift) - offset), block, n,
-		                  &published);
+		                  &published, nowait);
 		if (ret)
 			return ret;
 		block += n;
@@ -389,6 +401,23 @@ ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsi
 			return ret;
 	}
 	return (ssize_t)len;
+}
+
+ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsigned flags)
+{
+	int ret;
+
+	if (!c)
+		return wc_err(-EINVAL, "wc_write: NULL cache");
+	ret = check_range(c, "write", buf, len, offset);
+	if (ret)
+		return ret;
+	if (flags & ~WC_FUA)
+		return wc_err(-EINVAL, "%s write: unknown flags 0x%x", c->cache_path, flags);
+	ret = wc_io_write_checked(c, "write", offset);
+	if (ret)
+		return ret;
+	return wc_io_write(c, buf, len, offset, flags, false);
 }
 
 /*
@@ -539,19 +568,32 @@ static bool read_block(struct wc_cache *c, char *dst, uint64_t block)
 	}
 }
 
+bool wc_io_read_hit(struct wc_cache *c, void *dst, uint64_t block)
+{
+	return read_block(c, dst, block);
+}
+
 ssize_t wc_read(wc_cache *c, void *buf, size_t len, uint64_t offset)
 {
-	uint64_t first = offset >> (c ? c->block_shift : 0), n, miss_start = 0, misses = 0;
-	struct miss_batch batch;
-	bool noted = false;
-	char *dst = buf;
-	int ret = 0;
+	int ret;
 
 	if (!c)
 		return wc_err(-EINVAL, "wc_read: NULL cache");
 	ret = check_range(c, "read", buf, len, offset);
 	if (ret)
 		return ret;
+	return wc_io_read(c, buf, len, offset, 0);
+}
+
+ssize_t wc_io_read(struct wc_cache *c, void *buf, size_t len, uint64_t offset, unsigned flags)
+{
+	uint64_t first = offset >> c->block_shift, n, miss_start = 0, misses = 0;
+	struct miss_batch batch;
+	/* A reader that asked for none is not a stream to read ahead of. */
+	bool noted = flags & WC_REQ_NO_READAHEAD;
+	char *dst = buf;
+	int ret = 0;
+
 	if (c->blk)
 		return wc_blk_read(c, buf, len, offset);
 	batch.n = 0;

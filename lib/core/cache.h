@@ -38,6 +38,7 @@
 #include "wcache.h"
 
 struct wc_readahead;
+struct wc_async;
 struct wc_writeback;
 struct wc_blk;
 struct wc_medium_ops;
@@ -90,6 +91,7 @@ struct wc_cache {
 	struct wc_commit_state commit;   /* commit.h */
 	struct wc_writeback *wb;         /* writeback/writeback.h */
 	struct wc_readahead *ra;         /* readahead.h; NULL when off */
+	struct wc_async *async;          /* api/async.c: wc_submit's requests */
 
 	/* errors */
 	atomic_int error;                /* sticky, first one wins */

@@ -109,6 +109,30 @@ struct wb_state {
 	struct wc_wb_window win; /* under wb_lock; read racily by stats */
 	uint64_t last_mean_ns;   /* mean request latency, the last round's */
 	unsigned settle_failed;  /* blocks the last settle requeued */
+	/* no_threads: the round the host's steps fill (wc_writeback_step),
+	 * one at a time, from its first pick to its free. */
+	struct {
+		struct wb_round *round;  /* NULL: none under way */
+		enum wc_wb_pick_mode mode;
+		unsigned want, n;
+		bool more;
+		uint64_t start_ns;
+	} step;
+	/* A range write-back: WC_PICK_ALL takes only origin blocks in
+	 * [range_lo, range_hi) while range_hi is set (range_lock held). */
+	uint64_t range_lo, range_hi;
+	pthread_mutex_t range_lock;
+};
+
+/* The rest of a failure streak's state (outage.c). */
+struct wc_wb_outage {
+	pthread_mutex_t lock;
+	pthread_cond_t retry;         /* backoff sleepers (CLOCK_MONOTONIC) */
+	uint64_t since_wall_ms;       /* the streak's start, CLOCK_REALTIME */
+	uint64_t retry_at_ns;         /* the next attempt, not before */
+	unsigned step;                /* the backoff's: wc_clear_error restarts it */
+	unsigned kicks;               /* wc_clear_error's: a sleeper wakes */
+	atomic_uint_fast64_t outages, refused;
 };
 
 struct wc_writeback {

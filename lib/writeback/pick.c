@@ -23,6 +23,9 @@ static bool eligible(struct wc_cache *c, struct wc_shard *s, uint32_t idx, enum 
 		return false;
 	if (mode == WC_PICK_AGE && e->seq >= horizon)
 		return false;
+	if (mode == WC_PICK_ALL && c->wb->state->range_hi &&
+	    (e->origin < c->wb->state->range_lo || e->origin >= c->wb->state->range_hi))
+		return false;
 	return !wc_index_wb_busy(c, s, e->origin, idx);
 }
 

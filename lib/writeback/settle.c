@@ -194,9 +194,9 @@ static unsigned free_durable(struct wc_cache *c, struct wb_round *round, int flu
 	return fail.blocks;
 }
 
-/* 2, 4, ... ms after each failed round of a streak, at most
- * WB_BACKOFF_MAX_MS: an origin that is down is asked about once a second. */
-void wc_wb_backoff(unsigned failed_rounds)
+/* 2, 4, ... ms after each failed attempt of a streak, at most
+ * WB_BACKOFF_MAX_MS. */
+uint64_t wc_wb_backoff_ms(unsigned n)
 {
 	uint64_t ms = 1ull << (failed_rounds < 10 ? failed_rounds : 10);
 	struct timespec ts;

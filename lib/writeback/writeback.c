@@ -248,6 +248,8 @@ static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
 	}
 	return (int)n;
 }
+static int step_locked(struct wc_cache *c, struct wb_state *w, bool wait);
+
 
 static int state_init(struct wc_cache *c)
 {
@@ -261,6 +263,7 @@ static int state_init(struct wc_cache *c)
 		cap = c->layout.n_blocks / WB_ROUND_SHARE;
 	if (cap < c->cfg.writeback_jobs)
 		cap = c->cfg.writeback_jobs; /* one full window at least */
+	pthread_mutex_init(&w->range_lock, NULL);
 	w->cap = (unsigned)cap;
 	w->sync_flush = !wc_origin_async_flush(&c->origin);
 	max = (uint64_t)c->cfg.writeback_window_max_kib * 1024 / c->layout.block_size;
@@ -284,6 +287,7 @@ static void state_fini(struct wc_cache *c)
 	struct wb_state *w = c->wb->state;
 
 	if (!w)
+	pthread_mutex_destroy(&w->range_lock);
 		return;
 	for (unsigned i = 0; i < 2; i++) {
 		free(w->round[i].cand);
@@ -341,6 +345,166 @@ static unsigned round_want(struct wc_cache *c, struct wb_state *w, bool all,
 	if (used * 100 >= (uint64_t)c->cfg.high_watermark * c->layout.n_blocks)
 		w->active = true;
 	if (used <= low)
+/*
+ * The host's steps (no_threads): one round at a time, from its first pick
+ * to its free, each call doing what needs no wait -- reap the origin's
+ * completions, refill the window, and once every write of the round is
+ * done, send its flush; once the flush is done, free.  Nothing overlaps
+ * (the threaded rounds pipeline the next round's writes with this one's
+ * flush): a step must leave nothing half-owned when the host stops calling.
+ * `wait` (wb_lock held): the synchronous callers finish a step's round,
+ * polling the origin as fill() does.  Returns units of progress.
+ */
+static int step_locked(struct wc_cache *c, struct wb_state *w, bool wait)
+{
+	int units = 0;
+
+	for (;;) {
+		struct wb_round *round = w->step.round;
+		int progress = 0;
+
+		if (wc_origin_poll(&c->origin, 0, 0) > 0)
+			progress++;
+		if (round && !w->written) {
+			unsigned jobs = w->win.blocks, left = w->step.want - w->step.n;
+			uint64_t busy = atomic_load(&c->wb->inflight);
+			unsigned room = busy < jobs ? jobs - (unsigned)busy : 0;
+
+			if (w->step.more && left && room && !wc_has_error(c)) {
+				unsigned got = wc_wb_pick(c, &w->scan, w->step.mode, room < left ? room : left,
+				                          &round->cand[w->step.n]);
+
+				if (got) {
+					wc_wb_sort_by_origin(c, &round->cand[w->step.n], got);
+					submit_runs(c, round, w->step.n, got);
+					w->step.n += got;
+					round->n = w->step.n;
+					progress++;
+				} else {
+					w->step.more = false;
+				}
+			}
+			if (!atomic_load(&round->pending) && (!w->step.more || w->step.n == w->step.want)) {
+				/* Every write done: the round is written. */
+				w->filling = NULL;
+				if (w->step.n) {
+					note_latency(w, round);
+					wc_wb_window_step(&w->win, w->step.n, wc_clock_ns() - w->step.start_ns);
+					w->written = round;
+					wc_wb_settle_begin(c, w);
+				} else {
+					w->step.round = NULL;
+				}
+				progress++;
+			}
+		}
+		if (w->written && w->flush.begun &&
+		    atomic_load_explicit(&w->flush.done, memory_order_acquire)) {
+			unsigned failed;
+
+			wc_wb_settle_end(c, w);
+			w->step.round = NULL;
+			failed = w->settle_failed;
+			w->settle_failed = 0;
+			/* The next round waits for the failing origin's
+			 * backoff (wc_wb_retry_in_ns). */
+			if (failed)
+				wc_wb_failed_round_err(c, failed);
+			progress++;
+		}
+		units += progress;
+		if (!wait || !w->step.round)
+			return units;
+		if (!progress) {
+			int ret = wc_origin_poll(&c->origin, 1, WB_POLL_SLICE_NS);
+
+			if (ret < 0 && ret != -EINTR && ret != -EAGAIN) {
+				wc_set_error(c, -EIO, "origin poll failed with write-back in flight");
+				return wc_err(-EIO, "%s: origin poll failed with write-back in flight",
+				              c->cache_path);
+			}
+		}
+	}
+}
+
+int wc_writeback_step(struct wc_cache *c)
+{
+	struct wb_state *w = c->wb->state;
+	int units;
+
+	if (!w || wc_has_error(c))
+		return 0;
+	/* A synchronous round (wc_writeback, a write making room) holds it:
+	 * that is progress enough for now. */
+	if (pthread_mutex_trylock(&c->wb->lock))
+		return 0;
+	units = step_locked(c, w, false);
+	if (!w->step.round && !w->written && !wc_wb_retry_in_ns(c)) {
+		enum wc_wb_pick_mode mode;
+		unsigned want = round_want(c, w, false, &mode);
+
+		if (want) {
+			struct wb_round *round = &w->round[w->next];
+
+			w->next ^= 1;
+			round->n = round->nruns = 0;
+			round->taint = 0;
+			w->filling = round;
+			w->step.round = round;
+			w->step.mode = mode;
+			w->step.want = want;
+			w->step.n = 0;
+			w->step.more = true;
+			w->step.start_ns = wc_clock_ns();
+			units += 1 + step_locked(c, w, false);
+		}
+	}
+	pthread_mutex_unlock(&c->wb->lock);
+	return units;
+}
+
+int wc_writeback_step_deadline_ms(struct wc_cache *c)
+{
+	struct wb_state *w = c->wb->state;
+	uint64_t retry;
+	int due = -1;
+
+	if (!w || wc_has_error(c))
+		return -1;
+	pthread_mutex_lock(&c->wb->lock);
+	retry = wc_wb_retry_in_ns(c);
+	if (w->step.round || w->written)
+		due = 1; /* the origin's completions come without a descriptor */
+	else if (retry)
+		due = (int)((retry + 999999) / 1000000);
+	else if (wc_writeback_due(c) || wc_wb_origin_failing(c))
+		due = 0;
+	else if (c->cfg.max_age_ms)
+		due = (int)(c->cfg.max_age_ms / 16 ? c->cfg.max_age_ms / 16 : 1);
+	pthread_mutex_unlock(&c->wb->lock);
+	return due;
+}
+
+int wc_writeback_blocks(struct wc_cache *c, uint64_t first, uint64_t n)
+{
+	struct wb_state *w = c->wb->state;
+	int r;
+
+	if (!w)
+		return wc_writeback_everything(c);
+	pthread_mutex_lock(&w->range_lock);
+	pthread_mutex_lock(&c->wb->lock);
+	w->range_lo = first;
+	w->range_hi = first + n;
+	pthread_mutex_unlock(&c->wb->lock);
+	r = wc_writeback_everything(c);
+	pthread_mutex_lock(&c->wb->lock);
+	w->range_lo = w->range_hi = 0;
+	pthread_mutex_unlock(&c->wb->lock);
+	pthread_mutex_unlock(&w->range_lock);
+	return r;
+}
+
 		w->active = false;
 	if (all || atomic_load(&c->wb->cleaner)) {
 		*mode = WC_PICK_ALL;
@@ -355,6 +519,10 @@ static unsigned round_want(struct wc_cache *c, struct wb_state *w, bool all,
 		return w->cap;
 	}
 	return 0;
+	/* A round the host's steps began uses a round buffer and the written
+	 * slot: finish it here, waiting, before this one. */
+	if (w->step.round)
+		step_locked(c, w, true);
 }
 
 int wc_writeback_round(struct wc_cache *c, bool all)

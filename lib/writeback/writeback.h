@@ -36,6 +36,15 @@ bool wc_writeback_cleaning(struct wc_cache *c);
 int wc_writeback_everything(struct wc_cache *c);
 void wc_writeback_set_cleaner(struct wc_cache *c, bool on);
 int wc_writeback_poll(struct wc_cache *c, unsigned budget);
+/* no_threads, the host's event loop: one step of write-back that never
+ * waits for the origin (submit what the window has room for, reap, flush,
+ * free).  Returns units of progress, 0 if there was nothing to do now. */
+int wc_writeback_step(struct wc_cache *c);
+/* Milliseconds until a step has something to do: 0 now, -1 nothing due. */
+int wc_writeback_step_deadline_ms(struct wc_cache *c);
+/* Write back the dirty blocks of origin blocks [first, first + n) and make
+ * the origin durable (a step's round under way is finished first). */
+int wc_writeback_blocks(struct wc_cache *c, uint64_t first, uint64_t n);
 /* Write-back's part of wc_stats, and the reset of its counters. */
 void wc_writeback_stats(struct wc_cache *c, struct wc_stats *st);
 void wc_writeback_stats_reset(struct wc_cache *c);

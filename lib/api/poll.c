@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * poll.c -- without threads (no_threads), the cache's own work is the
+ * host's: done in wc_poll_timeout() in steps that never wait for the origin,
+ * with a deadline saying when the next step is due.
+ *
+ *   the origin's completions  reaped without waiting (a read's misses,
+ *                             write-back's writes and flushes);
+ *   autocommit                a commit once autocommit_ms passed since
+ *                             the first uncommitted write;
+ *   room                      a commit (or a release of what the last one
+ *                             freed) when no block is free, so a write
+ *                             refused with -EAGAIN can go in;
+ *   write-back                one step (writeback.c, wc_writeback_step):
+ *                             submit, reap, flush, free -- never a wait.
+ *
+ * The origin announces its completions on no descriptor, so while any of
+ * its requests are out the deadline is WC_HOST_ORIGIN_POLL_MS.
+ */
+#include "api/async.h"
+#include "block/block.h"
+#include "core/cache.h"
+#include "writeback/writeback.h"
+
+#define WC_HOST_ORIGIN_POLL_MS 1
+
+int wc_host_work(struct wc_cache *c, unsigned budget)
+{
+	int units = 0, ret;
+
+	if (c->blk) {
+		/* The block medium's steps are its synchronous ones. */
+		ret = wc_blk_wb_step(c, false);
+		return ret;
+	}
+	if (wc_async_origin_busy(c) && wc_origin_poll(&c->origin, 0, 0) > 0)
+		units++;
+	if (wc_has_error(c))
+		return units;
+	if ((unsigned)units < budget &&
+	    (wc_autocommit_due(c) || (wc_free_count(c) == 0 && wc_uncommitted(c)))) {
+		ret = wc_commit(c, false);
+		if (ret)
+			return ret;
+		units++;
+	}
+	if (wc_free_count(c) == 0 && atomic_load(&c->commit.pending_count))
+		wc_release_freed(c);
+	while ((unsigned)units < budget) {
+		ret = wc_writeback_step(c);
+		if (ret <= 0)
+			break;
+		units += ret;
+	}
+	return units;
+}
+
+int wc_host_work_deadline_ms(struct wc_cache *c)
+{
+	int due = -1;
+
+	if (c->blk)
+		return wc_writeback_due(c) ? 0 : c->cfg.autocommit_ms ? (int)c->cfg.autocommit_ms : -1;
+	if (wc_async_origin_busy(c))
+		due = WC_HOST_ORIGIN_POLL_MS;
+	{
+		int wb = wc_writeback_step_deadline_ms(c);
+
+		if (wb >= 0 && (due < 0 || wb < due))
+			due = wb;
+	}
+	if (wc_uncommitted(c) && c->cfg.autocommit_ms) {
+		uint32_t since = wc_now_ms(c) - (uint32_t)atomic_load(&c->commit.last_ms);
+		int left = since >= c->cfg.autocommit_ms ? 0 : (int)(c->cfg.autocommit_ms - since);
+
+		if (due < 0 || left < due)
+			due = left;
+	}
+	if (wc_free_count(c) == 0 && (wc_uncommitted(c) || atomic_load(&c->commit.pending_count)))
+		due = 0;
+	return due;
+}
