@@ -418,23 +418,6 @@ int wc_set_cleaner(wc_cache *c, bool on);
  * write-back thread (no_threads off) has only completions to deliver: with
  * none waiting it returns -EOPNOTSUPP, saying the cache needs no polling. */
 int wc_poll(wc_cache *c, unsigned budget);
-uint64_t wc_size(const wc_cache *c);
-uint32_t wc_block_size(const wc_cache *c);
-
-struct wc_stats {
-	int error;                  /* sticky error (negative errno) or 0 */
-	uint64_t blocks, free_blocks, dirty_blocks, writeback_blocks;
-	uint64_t reads, read_hits, writes, write_hits_uncommitted, write_hits_committed,
-	         writes_around, writes_allocate, writes_blocked_on_freelist, flushes, discards;
-	uint64_t commits, writeback_ios, writeback_bytes;
-	/* additions beyond the contract: */
-	uint64_t writeback_errors;  /* failed origin writes (retried) */
-	uint64_t dram_bytes;        /* DRAM used for metadata */
-	const char *granularity;    /* "byte", "cache-line", "page" */
-	const char *origin_mode;    /* e.g. "libaio O_DIRECT ..."; both strings belong to the
-	                               cache and are valid until wc_close() */
-	/* The flush policy this cache copies with, and why (pmem.reason).  The
-	 * strings live as long as the process. */
 /* ======================================================================
  * Vectored and asynchronous requests (0.7)
  * ====================================================================== */
@@ -520,6 +503,23 @@ int wc_next_deadline_ms(wc_cache *c);
  */
 int wc_poll_timeout(wc_cache *c, unsigned budget, int timeout_ms);
 
+uint64_t wc_size(const wc_cache *c);
+uint32_t wc_block_size(const wc_cache *c);
+
+struct wc_stats {
+	int error;                  /* sticky error (negative errno) or 0 */
+	uint64_t blocks, free_blocks, dirty_blocks, writeback_blocks;
+	uint64_t reads, read_hits, writes, write_hits_uncommitted, write_hits_committed,
+	         writes_around, writes_allocate, writes_blocked_on_freelist, flushes, discards;
+	uint64_t commits, writeback_ios, writeback_bytes;
+	/* additions beyond the contract: */
+	uint64_t writeback_errors;  /* failed origin writes (retried) */
+	uint64_t dram_bytes;        /* DRAM used for metadata */
+	const char *granularity;    /* "byte", "cache-line", "page" */
+	const char *origin_mode;    /* e.g. "libaio O_DIRECT ..."; both strings belong to the
+	                               cache and are valid until wc_close() */
+	/* The flush policy this cache copies with, and why (pmem.reason).  The
+	 * strings live as long as the process. */
 	struct wc_pmem_info pmem;
 	/* Where it came from, one of: "calibrated at create" (measured on the
 	 * cache's free blocks by wc_create), "recorded" (the superblock's record,
