@@ -24,6 +24,7 @@
 #include "core/map.h"
 #include "core/medium.h"
 #include "core/policy_line.h"
+#include "api/async.h"
 #include "writeback/writeback.h"
 
 static int cache_new(struct wc_cache **out, const char *cache_path, const struct wc_config *cfg,
@@ -72,8 +73,8 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 static void cache_free(struct wc_cache *c, bool close_origin)
 {
 	if (!c)
-	wc_async_fini(c);
 		return;
+	wc_async_fini(c);
 	wc_writers_unregister(c); /* before its writer slots go */
 	wc_ra_fini(c); /* its loads in flight use the origin */
 	if (c->e)
@@ -646,15 +647,6 @@ int wc_set_cleaner(wc_cache *c, bool on)
 	if (c->blk)
 		wc_blk_wb_kick(c);
 	return 0;
-}
-
-int wc_poll(wc_cache *c, unsigned budget)
-{
-	if (!c)
-		return wc_err(-EINVAL, "wc_poll: NULL cache");
-	if (c->blk)
-		return budget ? wc_blk_wb_step(c, false) : 0;
-	return wc_writeback_poll(c, budget);
 }
 
 uint64_t wc_size(const wc_cache *c)

@@ -118,21 +118,11 @@ struct wb_state {
 		bool more;
 		uint64_t start_ns;
 	} step;
+	uint64_t step_retry_ns;  /* steps: after a failed round, not before */
 	/* A range write-back: WC_PICK_ALL takes only origin blocks in
 	 * [range_lo, range_hi) while range_hi is set (range_lock held). */
 	uint64_t range_lo, range_hi;
 	pthread_mutex_t range_lock;
-};
-
-/* The rest of a failure streak's state (outage.c). */
-struct wc_wb_outage {
-	pthread_mutex_t lock;
-	pthread_cond_t retry;         /* backoff sleepers (CLOCK_MONOTONIC) */
-	uint64_t since_wall_ms;       /* the streak's start, CLOCK_REALTIME */
-	uint64_t retry_at_ns;         /* the next attempt, not before */
-	unsigned step;                /* the backoff's: wc_clear_error restarts it */
-	unsigned kicks;               /* wc_clear_error's: a sleeper wakes */
-	atomic_uint_fast64_t outages, refused;
 };
 
 struct wc_writeback {
@@ -165,8 +155,10 @@ void wc_wb_settle_end(struct wc_cache *c, struct wb_state *w);
 void wc_wb_settle(struct wc_cache *c, struct wb_state *w);
 /* The error a round returns after its settle requeued `failed` blocks. */
 int wc_wb_failed_round_err(struct wc_cache *c, unsigned failed);
-/* Sleep after the failed_rounds-th failed round in a row. */
+/* Sleep after the failed_rounds-th failed round in a row (how long:
+ * wc_wb_backoff_ms; the host's steps wait that long without sleeping). */
 void wc_wb_backoff(unsigned failed_rounds);
+uint64_t wc_wb_backoff_ms(unsigned failed_rounds);
 /* An errno that says the origin cannot be reached (retried without end). */
 bool wc_wb_unreachable_errno(int err);
 

@@ -194,15 +194,20 @@ static unsigned free_durable(struct wc_cache *c, struct wb_round *round, int flu
 	return fail.blocks;
 }
 
-/* 2, 4, ... ms after each failed attempt of a streak, at most
- * WB_BACKOFF_MAX_MS. */
-uint64_t wc_wb_backoff_ms(unsigned n)
+/* 2, 4, ... ms after each failed round of a streak, at most
+ * WB_BACKOFF_MAX_MS: an origin that is down is asked about once a second. */
+uint64_t wc_wb_backoff_ms(unsigned failed_rounds)
 {
 	uint64_t ms = 1ull << (failed_rounds < 10 ? failed_rounds : 10);
+
+	return ms > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : ms;
+}
+
+void wc_wb_backoff(unsigned failed_rounds)
+{
+	uint64_t ms = wc_wb_backoff_ms(failed_rounds);
 	struct timespec ts;
 
-	if (ms > WB_BACKOFF_MAX_MS)
-		ms = WB_BACKOFF_MAX_MS;
 	ts.tv_sec = (time_t)(ms / 1000);
 	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
 	nanosleep(&ts, NULL);

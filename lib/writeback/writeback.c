@@ -248,8 +248,8 @@ static int fill(struct wc_cache *c, struct wb_state *w, struct wb_round *round,
 	}
 	return (int)n;
 }
-static int step_locked(struct wc_cache *c, struct wb_state *w, bool wait);
 
+static int step_locked(struct wc_cache *c, struct wb_state *w, bool wait);
 
 static int state_init(struct wc_cache *c)
 {
@@ -263,8 +263,8 @@ static int state_init(struct wc_cache *c)
 		cap = c->layout.n_blocks / WB_ROUND_SHARE;
 	if (cap < c->cfg.writeback_jobs)
 		cap = c->cfg.writeback_jobs; /* one full window at least */
-	pthread_mutex_init(&w->range_lock, NULL);
 	w->cap = (unsigned)cap;
+	pthread_mutex_init(&w->range_lock, NULL);
 	w->sync_flush = !wc_origin_async_flush(&c->origin);
 	max = (uint64_t)c->cfg.writeback_window_max_kib * 1024 / c->layout.block_size;
 	wc_wb_window_init(&w->win, c->cfg.writeback_jobs, max > cap ? (unsigned)cap : (unsigned)max);
@@ -287,8 +287,8 @@ static void state_fini(struct wc_cache *c)
 	struct wb_state *w = c->wb->state;
 
 	if (!w)
-	pthread_mutex_destroy(&w->range_lock);
 		return;
+	pthread_mutex_destroy(&w->range_lock);
 	for (unsigned i = 0; i < 2; i++) {
 		free(w->round[i].cand);
 		free(w->round[i].iov);
@@ -345,6 +345,22 @@ static unsigned round_want(struct wc_cache *c, struct wb_state *w, bool all,
 	if (used * 100 >= (uint64_t)c->cfg.high_watermark * c->layout.n_blocks)
 		w->active = true;
 	if (used <= low)
+		w->active = false;
+	if (all || atomic_load(&c->wb->cleaner)) {
+		*mode = WC_PICK_ALL;
+		return w->cap;
+	}
+	if (w->active) {
+		*mode = WC_PICK_WATERMARK;
+		return used - low == 0 ? 1 : used - low < w->cap ? (unsigned)(used - low) : w->cap;
+	}
+	if (c->cfg.max_age_ms) {
+		*mode = WC_PICK_AGE;
+		return w->cap;
+	}
+	return 0;
+}
+
 /*
  * The host's steps (no_threads): one round at a time, from its first pick
  * to its free, each call doing what needs no wait -- reap the origin's
@@ -505,26 +521,6 @@ int wc_writeback_blocks(struct wc_cache *c, uint64_t first, uint64_t n)
 	return r;
 }
 
-		w->active = false;
-	if (all || atomic_load(&c->wb->cleaner)) {
-		*mode = WC_PICK_ALL;
-		return w->cap;
-	}
-	if (w->active) {
-		*mode = WC_PICK_WATERMARK;
-		return used - low == 0 ? 1 : used - low < w->cap ? (unsigned)(used - low) : w->cap;
-	}
-	if (c->cfg.max_age_ms) {
-		*mode = WC_PICK_AGE;
-		return w->cap;
-	}
-	return 0;
-	/* A round the host's steps began uses a round buffer and the written
-	 * slot: finish it here, waiting, before this one. */
-	if (w->step.round)
-		step_locked(c, w, true);
-}
-
 int wc_writeback_round(struct wc_cache *c, bool all)
 {
 	struct wb_state *w = c->wb->state;
@@ -539,6 +535,10 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 		return wc_err(-EIO, "%s: write-back stopped: the cache is in error state (%d)",
 		              c->cache_path, err);
 	pthread_mutex_lock(&c->wb->lock);
+	/* A round the host's steps began uses a round buffer and the written
+	 * slot: finish it here, waiting, before this one. */
+	if (w->step.round)
+		step_locked(c, w, true);
 	want = round_want(c, w, all, &mode);
 	if (!want) {
 		/* Nothing due: the last round's blocks go now, not whenever
