@@ -422,10 +422,11 @@ static int step_locked(struct wc_cache *c, struct wb_state *w, bool wait)
 			w->step.round = NULL;
 			failed = w->settle_failed;
 			w->settle_failed = 0;
-			/* The next round waits for the failing origin's
-			 * backoff (wc_wb_retry_in_ns). */
-			if (failed)
+			if (failed) {
 				wc_wb_failed_round_err(c, failed);
+				w->step_retry_ns = wc_clock_ns() +
+				                   wc_wb_backoff_ms(c->wb->failed_rounds) * 1000000ull;
+			}
 			progress++;
 		}
 		units += progress;
@@ -455,7 +456,7 @@ int wc_writeback_step(struct wc_cache *c)
 	if (pthread_mutex_trylock(&c->wb->lock))
 		return 0;
 	units = step_locked(c, w, false);
-	if (!w->step.round && !w->written && !wc_wb_retry_in_ns(c)) {
+	if (!w->step.round && !w->written && wc_clock_ns() >= w->step_retry_ns) {
 		enum wc_wb_pick_mode mode;
 		unsigned want = round_want(c, w, false, &mode);
 
@@ -482,18 +483,18 @@ int wc_writeback_step(struct wc_cache *c)
 int wc_writeback_step_deadline_ms(struct wc_cache *c)
 {
 	struct wb_state *w = c->wb->state;
-	uint64_t retry;
+	uint64_t now;
 	int due = -1;
 
 	if (!w || wc_has_error(c))
 		return -1;
 	pthread_mutex_lock(&c->wb->lock);
-	retry = wc_wb_retry_in_ns(c);
+	now = wc_clock_ns();
 	if (w->step.round || w->written)
 		due = 1; /* the origin's completions come without a descriptor */
-	else if (retry)
-		due = (int)((retry + 999999) / 1000000);
-	else if (wc_writeback_due(c) || wc_wb_origin_failing(c))
+	else if (w->step_retry_ns > now)
+		due = (int)((w->step_retry_ns - now + 999999) / 1000000);
+	else if (wc_writeback_due(c))
 		due = 0;
 	else if (c->cfg.max_age_ms)
 		due = (int)(c->cfg.max_age_ms / 16 ? c->cfg.max_age_ms / 16 : 1);
