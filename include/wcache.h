@@ -414,9 +414,11 @@ int wc_discard(wc_cache *c, uint64_t offset, uint64_t len);
 int wc_writeback(wc_cache *c);
 /* Turn cleaner mode on or off at run time. */
 int wc_set_cleaner(wc_cache *c, bool on);
-/* wc_poll_timeout(c, budget, 0): never waits.  A cache that runs its own
- * write-back thread (no_threads off) has only completions to deliver: with
- * none waiting it returns -EOPNOTSUPP, saying the cache needs no polling. */
+/* no_threads: up to `budget` units of write-back (whole rounds, which wait
+ * for the origin), completion and autocommit work; the steps that never
+ * wait are wc_poll_timeout()'s.  A cache that runs its own write-back
+ * thread has only wc_submit's completions to deliver: with none waiting it
+ * returns -EOPNOTSUPP, saying the cache needs no polling. */
 int wc_poll(wc_cache *c, unsigned budget);
 /* ======================================================================
  * Vectored and asynchronous requests (0.7)

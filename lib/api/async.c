@@ -720,8 +720,18 @@ int wc_poll(wc_cache *c, unsigned budget)
 
 	if (!c)
 		return wc_err(-EINVAL, "wc_poll: NULL cache");
+	if (c->cfg.no_threads) {
+		/* Its rounds as before (they wait for the origin); the steps
+		 * that never wait are wc_poll_timeout's. */
+		n = c->blk ? (budget ? wc_blk_wb_step(c, false) : 0) : wc_writeback_poll(c, budget);
+		if (n < 0)
+			return n;
+		if ((unsigned)n < budget)
+			n += (int)deliver_some(c, budget - (unsigned)n);
+		return n;
+	}
 	n = wc_poll_timeout(c, budget, 0);
-	if (n == 0 && !c->cfg.no_threads)
+	if (n == 0)
 		return wc_err(-EOPNOTSUPP, "%s poll: the cache runs its own write-back thread (no_threads is "
 		              "off): it needs no polling; wc_poll_timeout delivers wc_submit's completions",
 		              c->cache_path);
