@@ -8,6 +8,8 @@
 set -u
 
 build=${WC_TEST_BUILDDIR:-$(pwd)}
+# The NBD and RBD backends are modules: the build tree's (lib/local.am).
+export WCACHE_MODULE_DIR=${WCACHE_MODULE_DIR:-$build/lib/modules/.libs}
 engine=$build/fio/.libs/libwcache-fio.so
 n=0 failed=0
 

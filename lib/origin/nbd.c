@@ -2,7 +2,8 @@
 /*
  * nbd.c -- the NBD origin backend: an NBD export through libnbd's
  * asynchronous API (nbd.h has the objects and the locking,
- * nbd_link.c the connections).
+ * nbd_link.c the connections).  Its files make the module wcache-nbd.so,
+ * loaded by the library at the first NBD origin (module.h).
  *
  * Requests: submit() turns a wc_origin_io into NBD commands on one
  * connection -- the least loaded -- and returns; it never waits for the
@@ -20,12 +21,6 @@
 #include "config.h"
 
 #include <errno.h>
-
-#include "util/error.h"
-#include "origin/origin.h"
-
-#ifdef WC_HAVE_LIBNBD
-
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +28,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "origin/module.h"
 #include "origin/nbd.h"
+#include "util/error.h"
 
 #define NBD_DEFAULT_CONNECTIONS 4
 #define NBD_DEFAULT_IO_TIMEOUT_MS 60000
@@ -526,9 +523,9 @@ static int onbd_identify(void *ctx, struct wc_origin_identity *out, unsigned fla
 	return 0;
 }
 
-/* Not static: origin.c reads what follows the 0.4 ops only of tables it
- * knows to have it, and this is one. */
-const struct wc_origin_ops wc_origin_nbd_ops = {
+/* origin.c reads what follows the 0.4 ops only of tables it knows to have
+ * it: this one is known through the module's descriptor (wc_module_self). */
+static const struct wc_origin_ops nbd_ops = {
 	WC_ORIGIN_OPS_INIT,
 	.caps = WC_ORIGIN_CAP_ASYNC_FLUSH | WC_ORIGIN_CAP_IDENTIFY,
 	.identify = onbd_identify,
@@ -613,8 +610,9 @@ static int read_geometry(struct nbd_origin *o, struct nbd_handle *h, const char 
 	return 0;
 }
 
-int wc_origin_open_nbd_opts(struct wc_origin *out, const char *uri,
-                            const struct wc_origin_nbd_opts *opts)
+/* The library's wc_origin_open_nbd_opts (module.c), once it loaded this
+ * module. */
+static int onbd_open(struct wc_origin *out, const char *uri, const struct wc_origin_nbd_opts *opts)
 {
 	static const struct wc_origin_nbd_opts defaults = { 0 };
 	char why[NBD_WHY_LEN];
@@ -661,25 +659,16 @@ int wc_origin_open_nbd_opts(struct wc_origin *out, const char *uri,
 	desc_len = strlen(WC_ORIGIN_NBD_MODE) + strlen(uri) + 48;
 	snprintf(o->desc, desc_len, "%s %s (%u connection%s%s)", WC_ORIGIN_NBD_MODE, uri, o->nconns,
 	         o->nconns == 1 ? "" : "s", mc ? ", multi-conn" : "");
-	out->ops = &wc_origin_nbd_ops;
+	out->ops = &nbd_ops;
 	out->ctx = o;
 	return 0;
 }
 
-#else /* !WC_HAVE_LIBNBD */
-
-int wc_origin_open_nbd_opts(struct wc_origin *out, const char *uri,
-                            const struct wc_origin_nbd_opts *opts)
-{
-	(void)out;
-	(void)opts;
-	return wc_err(-ENOTSUP, "origin %s: this libwcache was built without libnbd "
-	              "(apt-get install libnbd-dev, then configure and build again)", uri ? uri : "(null)");
-}
-
-#endif /* WC_HAVE_LIBNBD */
-
-int wc_origin_open_nbd(struct wc_origin *out, const char *uri)
-{
-	return wc_origin_open_nbd_opts(out, uri, NULL);
-}
+const struct wc_module wc_module_self = {
+	.size = sizeof(struct wc_module),
+	.abi = WC_MODULE_ABI,
+	.version = WCACHE_VERSION_STRING,
+	.name = "nbd",
+	.ops = &nbd_ops,
+	.open_nbd = onbd_open,
+};

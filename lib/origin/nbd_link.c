@@ -30,8 +30,6 @@
  */
 #include "config.h"
 
-#ifdef WC_HAVE_LIBNBD
-
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -475,5 +473,3 @@ void wc_nbd_step(struct nbd_origin *o, uint64_t wait_ns, struct nbd_req *own)
 	pthread_cond_broadcast(&o->cond);
 	pthread_mutex_unlock(&o->lock);
 }
-
-#endif /* WC_HAVE_LIBNBD */

@@ -8,8 +8,6 @@
  */
 #include "config.h"
 
-#ifdef WC_HAVE_LIBNBD
-
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -217,5 +215,3 @@ int wc_nbd_discard(void *ctx, uint64_t offset, uint64_t len)
 		                  why[0] ? ": " : "", why);
 	return 0;
 }
-
-#endif /* WC_HAVE_LIBNBD */

@@ -29,8 +29,6 @@
  */
 #include "config.h"
 
-#ifdef WC_HAVE_LIBNBD
-
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -139,5 +137,3 @@ void wc_nbd_writer_flush_end_of(struct nbd_origin *o, pthread_t tid, uint64_t sn
 		w->poisoned = false;   /* reported; what was in flight stays noted */
 	pthread_mutex_unlock(&o->wlock);
 }
-
-#endif /* WC_HAVE_LIBNBD */

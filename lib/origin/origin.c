@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "origin/module.h"
 #include "origin/origin.h"
 #include "util/bytes.h"
 
@@ -51,17 +52,7 @@ _Static_assert(WC_ORIGIN_OPS_SIZE_0_5 == sizeof(struct wc_origin_ops),
 
 static bool library_table(const struct wc_origin_ops *ops)
 {
-	if (ops == &wc_origin_aio_ops)
-		return true;
-#ifdef WC_HAVE_LIBNBD
-	if (ops == &wc_origin_nbd_ops)
-		return true;
-#endif
-#ifdef WC_HAVE_LIBRBD
-	if (ops == &wc_origin_rbd_ops)
-		return true;
-#endif
-	return false;
+	return ops == &wc_origin_aio_ops || wc_module_ops_known(ops);
 }
 
 static int sized_size(void *ctx, uint64_t *bytes)

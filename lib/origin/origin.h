@@ -50,14 +50,13 @@ static inline const char *wc_origin_op_name(enum wc_origin_op op)
 
 /*
  * Which tables have 0.5's fields (ops_size, caps, identify): the library's
- * own backends' (below), and an embedder's passed to wc_create_origin_sized
- * or wc_open_origin_sized, which wc_origin_adopt wraps.  Any other table
+ * own backends' (libaio below, NBD and RBD in their modules, module.h), and
+ * an embedder's passed to wc_create_origin_sized or wc_open_origin_sized,
+ * which wc_origin_adopt wraps.  Any other table
  * is read as 0.4's, its 8 ops and not a byte more: it may belong to a
  * program built before 0.5, whose table ends there (docs/ABI.md).
  */
 extern const struct wc_origin_ops wc_origin_aio_ops;
-extern const struct wc_origin_ops wc_origin_nbd_ops; /* built with libnbd only */
-extern const struct wc_origin_ops wc_origin_rbd_ops; /* built with librbd only */
 
 /* The size of struct wc_origin_ops in 0.5, the first with ops_size. */
 #define WC_ORIGIN_OPS_SIZE_0_5 (offsetof(struct wc_origin_ops, reserved) + 8 * sizeof(void (*)(void)))
@@ -185,7 +184,8 @@ int wc_origin_open_aio_opts(struct wc_origin *out, const char *path,
                             const struct wc_origin_aio_opts *opts);
 
 /* Options of the NBD backend beyond wcache.h's wc_origin_open_nbd(); every
- * 0 means the default. */
+ * 0 means the default.  The backend is a module (module.h): its layout is
+ * part of the module interface. */
 struct wc_origin_nbd_opts {
 	unsigned connections;          /* when the server offers multi-conn: 4, at
 	                                  most 16; without multi-conn always 1 */

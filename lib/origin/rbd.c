@@ -2,6 +2,8 @@
 /*
  * rbd.c -- the RBD origin backend: a Ceph RBD image through librbd's
  * asynchronous API (rbd_aio_*), named as qemu names it (rbd_spec.h).
+ * With rbd_spec.c it makes the module wcache-rbd.so, loaded by the library
+ * at the first RBD origin (module.h).
  *
  * Completions: librbd runs a request's callback in one of its own threads.
  * Calling done() there would run the cache's code in a thread the cache does
@@ -29,12 +31,6 @@
 #include "config.h"
 
 #include <errno.h>
-
-#include "util/error.h"
-#include "origin/origin.h"
-
-#ifdef WC_HAVE_LIBRBD
-
 #include <limits.h>
 #include <pthread.h>
 #include <rados/librados.h>
@@ -46,8 +42,10 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "origin/module.h"
 #include "origin/rbd_spec.h"
 #include "util/clock.h"
+#include "util/error.h"
 
 #define RBD_ALIGN 512u
 /* Seconds librados may spend finding a monitor and authenticating. */
@@ -349,9 +347,9 @@ static int rbd_identify(void *ctx, struct wc_origin_identity *out, unsigned flag
 	return 0;
 }
 
-/* Not static: origin.c reads what follows the 0.4 ops only of tables it
- * knows to have it, and this is one. */
-const struct wc_origin_ops wc_origin_rbd_ops = {
+/* origin.c reads what follows the 0.4 ops only of tables it knows to have
+ * it: this one is known through the module's descriptor (wc_module_self). */
+static const struct wc_origin_ops rbd_ops = {
 	WC_ORIGIN_OPS_INIT,
 	.caps = WC_ORIGIN_CAP_ASYNC_FLUSH | WC_ORIGIN_CAP_IDENTIFY,
 	.identify = rbd_identify,
@@ -494,7 +492,9 @@ static int rbd_connect_open(struct rbd_origin *r, const struct wc_rbd_spec *s)
 	return 0;
 }
 
-int wc_origin_open_rbd(struct wc_origin *out, const char *spec_text)
+/* The library's wc_origin_open_rbd (module.c), once it loaded this
+ * module. */
+static int rbd_origin_open(struct wc_origin *out, const char *spec_text)
 {
 	struct wc_rbd_spec spec;
 	pthread_condattr_t attr;
@@ -544,19 +544,16 @@ int wc_origin_open_rbd(struct wc_origin *out, const char *spec_text)
 		rbd_free(r);
 		return ret;
 	}
-	out->ops = &wc_origin_rbd_ops;
+	out->ops = &rbd_ops;
 	out->ctx = r;
 	return 0;
 }
 
-#else /* !WC_HAVE_LIBRBD */
-
-int wc_origin_open_rbd(struct wc_origin *out, const char *name)
-{
-	(void)out;
-	return wc_err(-ENOTSUP, "origin %s: this libwcache was built without librbd "
-	              "(apt-get install librbd-dev librados-dev, then configure and build again)",
-	              name ? name : "(null)");
-}
-
-#endif
+const struct wc_module wc_module_self = {
+	.size = sizeof(struct wc_module),
+	.abi = WC_MODULE_ABI,
+	.version = WCACHE_VERSION_STRING,
+	.name = "rbd",
+	.ops = &rbd_ops,
+	.open_rbd = rbd_origin_open,
+};

@@ -9,6 +9,8 @@
 
 set -u
 builddir=${WC_TEST_BUILDDIR:-.}
+# The NBD and RBD backends are modules: the build tree's (lib/local.am).
+export WCACHE_MODULE_DIR=${WCACHE_MODULE_DIR:-$(cd "$builddir" && pwd)/lib/modules/.libs}
 CEPH_TESTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PMEM2_FORCE_GRANULARITY=${PMEM2_FORCE_GRANULARITY:-CACHE_LINE}
 # shellcheck source=tests/tap.sh

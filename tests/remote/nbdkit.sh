@@ -8,6 +8,8 @@ set -u
 # shellcheck source=tests/tap.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tap.sh"
 builddir=${WC_TEST_BUILDDIR:-.}
+# The NBD and RBD backends are modules: the build tree's (lib/local.am).
+export WCACHE_MODULE_DIR=${WCACHE_MODULE_DIR:-$(cd "$builddir" && pwd)/lib/modules/.libs}
 export PMEM2_FORCE_GRANULARITY=${PMEM2_FORCE_GRANULARITY:-CACHE_LINE}
 
 # require_nbdkit PLUGIN...: skip unless nbdkit and these plugins are here.
