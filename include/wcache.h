@@ -567,6 +567,14 @@ struct wc_stats {
 	 * device, went as one request), and device reads (read hits,
 	 * write-back, recovery). */
 	uint64_t medium_record_writes, medium_reads;
+	/* 0.7: the origin failing (see "Errors" below): when the streak of
+	 * failed write-back attempts began, in wall-clock milliseconds since
+	 * the Unix epoch (0 = the origin is not failing; writeback_failing_ms
+	 * says for how long), the streaks since the cache was opened, and the
+	 * writes refused with -ENOSPC because every block held data the
+	 * failing origin had not taken. */
+	uint64_t writeback_failing_since_ms;
+	uint64_t writeback_outages, writes_refused_full;
 };
 /* The entry point of programs built against 0.1: fills the 0.1 layout only. */
 int wc_get_stats(wc_cache *c, struct wc_stats *st);
@@ -578,6 +586,57 @@ void wc_clear_stats(wc_cache *c);
 
 /* Thread-local message describing the last failure in this thread. */
 const char *wc_errmsg(void);
+
+/* ======================================================================
+ * Errors and messages (0.7)
+ * ====================================================================== */
+
+/*
+ * Errors.  The cache's own medium failing -- a commit, a write or a flush
+ * of the cache device, a read of dirty data for write-back, or a state the
+ * cache can no longer tell (the origin's queue broken with write-back's
+ * requests in flight) -- puts the cache in its sticky error state
+ * (wc_stats.error), as dm-writecache does: writes, flushes and discards
+ * fail with -EIO until it is closed and reopened, and recovery rebuilds
+ * what the medium holds; reads keep working.
+ *
+ * The origin failing does not.  What it has not taken stays dirty in the
+ * cache, write-back retries it with backoff (2, 4, ... ms, at most 250 ms),
+ * and writes, flushes and reads of cached blocks go on while the cache has
+ * room.  wc_stats says so (writeback_last_error, writeback_failing_ms,
+ * writeback_failing_since_ms), until write-back gets through again: by
+ * itself, within the backoff's ceiling of the origin's return.  A write
+ * that finds every block dirty waits for write-back while the origin has
+ * failed for less than half a second, then fails with -ENOSPC, wc_errmsg()
+ * saying since when the origin fails (a write of several blocks may have
+ * stored some of them, as a failed write to a disk may).  wc_writeback()
+ * returns the origin's errno once it has failed for a minute.
+ */
+
+/* For an operator who repaired the origin: write-back's backoff restarts
+ * from its first step and the origin is tried at once (the write-back
+ * thread is woken; without threads, at the next wc_poll).  The failure
+ * stays in wc_stats until a retry gets through.  Returns 0, also when the
+ * origin was not failing; -ENOTRECOVERABLE, clearing nothing, when the cache
+ * is in its sticky error state: only closing and reopening it clears that
+ * (the message says what failed). */
+int wc_clear_error(wc_cache *c);
+
+/* Message levels: syslog's values. */
+#define WC_LOG_ERR 3     /* the cache entered its error state; the library cannot go on */
+#define WC_LOG_WARNING 4 /* the origin is failing; a bad environment variable */
+#define WC_LOG_NOTICE 5  /* the origin is back (and how long it failed); what an operator did */
+#define WC_LOG_INFO 6
+#define WC_LOG_DEBUG 7   /* each failed write-back attempt */
+
+/* Where the library's messages go, process-wide: fn(arg, level, msg), msg
+ * one line (no newline) naming the cache it is about, valid during the
+ * call.  NULL (the default) = stderr, "libwcache: <msg>", every level but
+ * WC_LOG_DEBUG.  fn may be called from any thread, several at once, with
+ * no lock of the library held.  Once wc_set_log returns, the previous
+ * function is no longer running in another thread, nor called again. */
+typedef void (*wc_log_fn)(void *arg, int level, const char *msg);
+void wc_set_log(wc_log_fn fn, void *arg);
 
 #ifdef __cplusplus
 }

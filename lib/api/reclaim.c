@@ -13,6 +13,11 @@
  *   3. otherwise write back -- in this thread when the host drives the
  *      cache (no_threads: nobody else will), else kick the write-back
  *      thread and wait for a free.
+ *
+ * Write-back frees nothing while the origin fails: the writer waits while
+ * the failure is young (outage.c's patience), then gets -ENOSPC at once --
+ * never -EIO, and never a wait without end.  The cache is healthy; it is
+ * full of what it acknowledged.
  */
 #include <errno.h>
 
@@ -23,25 +28,34 @@
 
 static __thread unsigned alloc_tick;
 
-/* no_threads: the host's thread is ours now.  A failed round leaves its
- * blocks dirty and backs off: 1 = try again (until it succeeds or turns
- * into the sticky error), 0 = something was freed or is free, or -errno. */
+/* A round run for room failed: 1 = the origin's failure (its blocks are
+ * dirty again; the next look waits for the next attempt, or refuses), or
+ * the error. */
+static int round_failed(struct wc_cache *c, int err)
+{
+	return !wc_has_error(c) && wc_wb_origin_failing(c) ? 1 : err;
+}
+
+/* no_threads: the host's thread is ours now.  1 = try again, 0 = something
+ * was freed or is free, or -errno. */
 static int writeback_here(struct wc_cache *c)
 {
-	int err = wc_writeback_round(c, false);
+	int err;
 
-	if (err == -EIO && !wc_has_error(c))
-		return 1;
-	if (err < 0)
+	/* A failing origin: the attempt that is due, or refused past the
+	 * patience, or the wait for the next attempt. */
+	err = wc_wb_room_wait(c, "write");
+	if (err)
 		return err;
+	err = wc_writeback_round(c, false);
+	if (err < 0)
+		return round_failed(c, err);
 	if (err == 0 && wc_free_count(c) == 0) {
 		/* Nothing was due by the watermarks and ages: take anything
 		 * committed. */
 		err = wc_writeback_round(c, true);
-		if (err == -EIO && !wc_has_error(c))
-			return 1;
 		if (err < 0)
-			return err;
+			return round_failed(c, err);
 		if (err == 0 && wc_free_count(c) == 0)
 			return wc_err(-ENOSPC, "%s: no free block and nothing to write back", c->cache_path);
 	}
@@ -87,6 +101,17 @@ int wc_reclaim_blocks(struct wc_cache *c, uint32_t *out, unsigned want)
 			if (err < 0)
 				return err;
 			continue;
+		}
+		if (wc_wb_past_patience(c)) {
+			/* Not if write-back freed blocks since the pop above
+			 * (the origin came back this instant). */
+			unsigned got = wc_alloc_pop(c, out, want);
+
+			if (got)
+				return (int)got;
+			err = wc_wb_refuse_full(c, "write");
+			if (err)
+				return err;
 		}
 		wc_writeback_kick(c);
 		wc_alloc_wait(c);

@@ -152,10 +152,7 @@ struct wc_blk {
 		pthread_mutex_t step;        /* one step at a time (thread, wc_poll, wc_writeback) */
 		unsigned all_requests;       /* wc_writeback callers waiting */
 		uint64_t rounds_done;
-		int64_t last_error;
-		uint64_t failing_since_ms;
 		uint64_t ios, bytes, errors;
-		uint32_t backoff_ms;
 		void *buf;                   /* write-back's read buffer */
 		size_t buf_len;
 		io_context_t ctx;            /* its reads, several at once (0: one by one) */

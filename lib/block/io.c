@@ -156,16 +156,29 @@ static int take_entries(struct wc_cache *c, uint32_t *idx, unsigned want)
 {
 	for (;;) {
 		unsigned got = wc_alloc_pop(c, idx, want);
+		int ret;
 
 		if (got)
 			return (int)got;
 		if (wc_has_error(c))
 			return wc_err(-EIO, "%s write: the cache is in error state (%d)", c->cache_path,
 			              wc_has_error(c));
+		if (c->cfg.no_threads) {
+			ret = wc_wb_room_wait(c, "write");
+			if (ret)
+				return ret;
+		} else if (wc_wb_past_patience(c)) {
+			/* Not if write-back freed entries since the pop above. */
+			got = wc_alloc_pop(c, idx, want);
+			if (got)
+				return (int)got;
+			ret = wc_wb_refuse_full(c, "write");
+			if (ret)
+				return ret;
+		}
 		atomic_fetch_add(&c->alloc.blocked, 1);
 		if (c->cfg.no_threads) {
-			int ret = wc_blk_wb_step(c, false);
-
+			ret = wc_blk_wb_step(c, false);
 			if (ret < 0)
 				return ret;
 			if (ret == 0)

@@ -23,6 +23,7 @@
 #include "block/block.h"
 #include "core/cache.h"
 #include "util/error.h"
+#include "writeback/writeback.h"
 
 /* Segments opened ahead of the durable state's limit (one state write per
  * this many segments opened). */
@@ -146,12 +147,22 @@ static int open_next(struct wc_cache *c)
 		if (wc_has_error(c))
 			return wc_err(-EIO, "%s: the cache is in error state (%d)", c->cache_path,
 			              wc_has_error(c));
+		/* The ring is full of what the origin will not take: a failure
+		 * older than the writers' patience refuses the write. */
+		if (!c->cfg.no_threads) {
+			ret = wc_wb_refuse_full(c, "write");
+			if (ret)
+				return ret;
+		}
 		atomic_fetch_add_explicit(&b->st.waits_for_space, 1, memory_order_relaxed);
 		b->log.waiters++;
 		if (c->cfg.no_threads) {
-			/* The host drives write-back: this thread does a step. */
+			/* The host drives write-back: this thread does a step
+			 * (a failing origin's when its attempt is due). */
 			pthread_mutex_unlock(&b->log.lock);
-			ret = wc_blk_wb_step(c, false);
+			ret = wc_wb_room_wait(c, "write");
+			if (!ret)
+				ret = wc_blk_wb_step(c, false);
 			pthread_mutex_lock(&b->log.lock);
 			b->log.waiters--;
 			return ret < 0 ? ret : 0;
@@ -320,6 +331,11 @@ static int write_summaries_batch(struct wc_cache *c, bool *more)
 		ret = write_summary(c, sg);
 		if (!ret)
 			sg->summarized = true;
+		else
+			/* The cache device refused a write: sticky, as a
+			 * record's failure (and write-back, which waits for
+			 * summaries, would stall with the ring filling). */
+			wc_set_error(c, -EIO, wc_errmsg());
 	}
 	return ret ? ret : (int)n;
 }

@@ -21,7 +21,10 @@
  * Segments are written back in ring order, so a version never reaches the
  * origin after a newer one of the same block.  The origin's failures are
  * retried with backoff and do not stop the cache: what it cannot take stays
- * dirty in the ring.
+ * dirty in the ring, and the streak is the pmem write-back's
+ * (writeback/outage.c): its messages, its stats, and -ENOSPC for a writer
+ * once the ring is full of it.  The cache device's own failures -- a read
+ * of the data to write back, a summary, the state -- are sticky.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -96,6 +99,8 @@ static bool wb_due(struct wc_cache *c, bool all, bool *active)
 	else if (dirty * 100 <= (uint64_t)c->cfg.low_watermark * blocks)
 		*active = false;
 	due = all || *active || wc_writeback_cleaning(c) ||
+	      /* a failure streak ends only with a segment that gets through */
+	      wc_wb_origin_failing(c) ||
 	      /* the ring is short of room and nothing clean is left to reclaim */
 	      ((free_segs < reserve || b->log.waiters) && b->log.tail == b->log.clean) ||
 	      (c->cfg.max_age_ms && sg->closed && wc_now_ms(c) - sg->closed_ms >= c->cfg.max_age_ms);
@@ -211,8 +216,12 @@ static int write_window(struct wc_cache *c, const struct wb_item *it, unsigned n
 		src[k++] = (size_t)((char *)last->buf - buf) + (size_t)(w - last->off);
 	}
 	ret = wc_blk_pread_many(c, b->wb.ctx, rd, n_rd, "write-back read");
-	if (ret)
+	if (ret) {
+		/* Dirty data the cache cannot read back: its own medium's
+		 * failure, not the origin's. */
+		wc_set_error(c, -EIO, wc_errmsg());
 		return ret;
+	}
 	for (unsigned i = 0; i < k; i++) {
 		/* Packed to the front, in order (each moves down, never over
 		 * one not yet moved): a run of origin blocks written one after
@@ -238,18 +247,14 @@ static int write_window(struct wc_cache *c, const struct wb_item *it, unsigned n
 	return (int)k;
 }
 
-static void note_failure(struct wc_cache *c, int err)
+static void note_failure(struct wc_cache *c, int err, unsigned blocks)
 {
 	struct wc_blk *b = c->blk;
 
 	pthread_mutex_lock(&b->wb.lock);
 	b->wb.errors++;
-	if (!b->wb.last_error)
-		b->wb.failing_since_ms = wc_now_ms(c);
-	b->wb.last_error = err;
-	b->wb.backoff_ms = b->wb.backoff_ms ? (b->wb.backoff_ms * 2 > 2000 ? 2000 : b->wb.backoff_ms * 2)
-	                                    : 10;
 	pthread_mutex_unlock(&b->wb.lock);
+	wc_wb_attempt_failed(c, err, blocks);
 }
 
 /* Write back the oldest dirty segment.  1: done, 0: not ready yet (records
@@ -305,14 +310,11 @@ static int writeback_segment(struct wc_cache *c)
 	finish(c, it, n, ret == 0);
 	free(it);
 	if (ret) {
-		note_failure(c, ret);
+		if (!wc_has_error(c))
+			note_failure(c, ret, n);
 		return ret;
 	}
-	pthread_mutex_lock(&b->wb.lock);
-	b->wb.last_error = 0;
-	b->wb.failing_since_ms = 0;
-	b->wb.backoff_ms = 0;
-	pthread_mutex_unlock(&b->wb.lock);
+	wc_wb_attempt_ok(c);
 	pthread_mutex_lock(&b->log.lock);
 	b->log.clean = seg + 1;
 	pthread_mutex_unlock(&b->log.lock);
@@ -402,7 +404,12 @@ int wc_blk_wb_step(struct wc_cache *c, bool all)
 		goto out;
 	units += ret;
 	ret = 0;
-	while (wb_due(c, all, &b->wb.active)) {
+	/* A failing origin is tried again once its backoff passed (the rest
+	 * of the step -- autocommit, summaries, reclaim -- goes on);
+	 * wc_writeback waits it out. */
+	if (all)
+		wc_wb_backoff_wait(c);
+	while (!wc_wb_retry_in_ns(c) && wb_due(c, all, &b->wb.active)) {
 		ret = writeback_segment(c);
 		if (ret <= 0)
 			break;
@@ -444,7 +451,8 @@ static void *wb_thread(void *arg)
 	pthread_mutex_lock(&b->wb.lock);
 	while (!b->wb.stop) {
 		struct timespec ts;
-		unsigned wait_ms = b->wb.backoff_ms ? b->wb.backoff_ms : 50;
+		uint64_t retry_ms = (wc_wb_retry_in_ns(c) + 999999) / 1000000;
+		unsigned wait_ms = retry_ms && retry_ms < 50 ? (unsigned)retry_ms : 50;
 
 		if (!b->wb.kick) {
 			ts = wc_clock_deadline_ms(wait_ms);
@@ -515,6 +523,8 @@ int wc_blk_writeback_all(struct wc_cache *c)
 		bool head_empty;
 
 		ret = wc_blk_wb_step(c, true);
+		if (ret < 0 && wc_wb_drain_retries(c, ret))
+			continue;
 		if (ret < 0)
 			return ret;
 		pthread_mutex_lock(&b->log.lock);
@@ -542,7 +552,5 @@ void wc_blk_wb_stats(struct wc_cache *c, struct wc_stats *st)
 	st->writeback_ios = b->wb.ios;
 	st->writeback_bytes = b->wb.bytes;
 	st->writeback_errors = b->wb.errors;
-	st->writeback_last_error = b->wb.last_error;
-	st->writeback_failing_ms = b->wb.last_error ? wc_now_ms(c) - b->wb.failing_since_ms : 0;
 	pthread_mutex_unlock(&b->wb.lock);
 }

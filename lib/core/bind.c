@@ -33,6 +33,7 @@
 #include "core/cache.h"
 #include "core/medium.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/size.h"
 
 _Static_assert(WC_ORIGIN_IDENTITY_ID_LEN == WC_ORIGIN_ID_ID_LEN &&
@@ -280,7 +281,7 @@ void wc_bind_settle(struct wc_cache *c)
 		/* A failed write leaves the previous slot in force: the cache
 		 * goes on under the identity it had (the note is lost). */
 		if (c->medium->write_id_slot(c, to, &slot))
-			fprintf(stderr, "libwcache: %s\n", wc_errmsg());
+			wc_log(WC_LOG_WARNING, "%s", wc_errmsg());
 	} else {
 		wc_persist_copy(&c->fp, wc_origin_id_slot(c->base, to), &slot, sizeof(slot));
 		wc_persist_drain(&c->fp);
@@ -288,10 +289,10 @@ void wc_bind_settle(struct wc_cache *c)
 	/* Once in a cache's life, and not asked for: said where a service's
 	 * log will keep it (a re-bind was asked for, and wc_stats says it). */
 	if (b->pending == WC_OID_SRC_ADOPT)
-		fprintf(stderr, "libwcache: %s: made by an earlier libwcache, which recorded no origin "
-		        "identity: from now on it belongs to origin %s\n", c->cache_path,
-		        wc_bind_describe(desc, sizeof(desc), slot.kind, slot.name, slot.id,
-		                         slot.origin_size));
+		wc_log(WC_LOG_NOTICE, "%s: made by an earlier libwcache, which recorded no origin "
+		       "identity: from now on it belongs to origin %s", c->cache_path,
+		       wc_bind_describe(desc, sizeof(desc), slot.kind, slot.name, slot.id,
+		                        slot.origin_size));
 	b->recorded = slot;
 	b->slot = (int)to;
 	wc_bind_text(c, b->pending == WC_OID_SRC_ADOPT);

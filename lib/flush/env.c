@@ -13,7 +13,7 @@
  *
  * A bad value is never silently ignored: it is recorded with a message that
  * wc_pmem_configure/wc_pmem_info/wc_persist_policy_init return as -EINVAL,
- * and the copy functions (which cannot fail) warn once on stderr and run
+ * and the copy functions (which cannot fail) warn once (wc_log) and run
  * without that variable.
  */
 #include <errno.h>

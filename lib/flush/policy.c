@@ -37,6 +37,7 @@
 
 #include "flush/engine.h"
 #include "util/error.h"
+#include "util/log.h"
 
 /* The seed's rule, measured on Optane by dm-writecache; now only the
  * fallback when a measurement fails (WC_PMEM_THRESHOLD=768 selects it). */
@@ -531,21 +532,20 @@ static const struct wc_persist_policy *resolve_default(void)
 
 	if (env->error && !warned) {
 		warned = 1;
-		fprintf(stderr, "libwcache: warning: %s; running without the bad variable\n",
-		        env->errmsg);
+		wc_log(WC_LOG_WARNING, "warning: %s; running without the bad variable", env->errmsg);
 	}
 	from_env = merge_env(&merged, NULL, env);
 	if (wc_persist_policy_resolve(&p, &merged, wc_cpu_get(), from_env) != 0) {
-		fprintf(stderr, "libwcache: warning: %s; using the built-in policy\n", wc_errmsg());
+		wc_log(WC_LOG_WARNING, "warning: %s; using the built-in policy", wc_errmsg());
 		memset(&merged, 0, sizeof(merged));
 		if (wc_persist_policy_resolve(&p, &merged, wc_cpu_get(), 0) != 0) {
-			fprintf(stderr, "libwcache: fatal: no way to persist data: %s\n", wc_errmsg());
+			wc_log(WC_LOG_ERR, "fatal: no way to persist data: %s", wc_errmsg());
 			abort();
 		}
 	}
 	kept = keep(&p);
 	if (!kept) {
-		fprintf(stderr, "libwcache: fatal: out of memory for the flush policy\n");
+		wc_log(WC_LOG_ERR, "fatal: out of memory for the flush policy");
 		abort();
 	}
 	return kept;

@@ -12,12 +12,13 @@
 #define WC_DEBUG_H
 
 #ifdef WC_DEBUG
-#include <stdio.h>
 #include <stdlib.h>
+
+#include "util/log.h"
 
 static inline void wc_assert_fail(const char *cond, const char *file, int line, const char *fn)
 {
-	fprintf(stderr, "libwcache: %s:%d: %s: invariant violated: %s\n", file, line, fn, cond);
+	wc_log(WC_LOG_ERR, "%s:%d: %s: invariant violated: %s", file, line, fn, cond);
 	abort();
 }
 #define WC_ASSERT(cond) \

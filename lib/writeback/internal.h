@@ -118,11 +118,21 @@ struct wb_state {
 		bool more;
 		uint64_t start_ns;
 	} step;
-	uint64_t step_retry_ns;  /* steps: after a failed round, not before */
 	/* A range write-back: WC_PICK_ALL takes only origin blocks in
 	 * [range_lo, range_hi) while range_hi is set (range_lock held). */
 	uint64_t range_lo, range_hi;
 	pthread_mutex_t range_lock;
+};
+
+/* The rest of a failure streak's state (outage.c). */
+struct wc_wb_outage {
+	pthread_mutex_t lock;
+	pthread_cond_t retry;         /* backoff sleepers (CLOCK_MONOTONIC) */
+	uint64_t since_wall_ms;       /* the streak's start, CLOCK_REALTIME */
+	uint64_t retry_at_ns;         /* the next attempt, not before */
+	unsigned step;                /* the backoff's: wc_clear_error restarts it */
+	unsigned kicks;               /* wc_clear_error's: a sleeper wakes */
+	atomic_uint_fast64_t outages, refused;
 };
 
 struct wc_writeback {
@@ -136,13 +146,13 @@ struct wc_writeback {
 	/* Written under lock, read by wc_get_stats without it (a round may
 	 * hold the lock for 16 MiB of I/O). */
 	atomic_uint_fast64_t ios, bytes, errors;
-	/* Under lock.  A failure streak: rounds that failed in a row (the
-	 * backoff), those of them that failed for more than a lost
-	 * connection (the sticky error), since when, and the last errno (the
-	 * last two also read by wc_get_stats without the lock: atomics). */
-	unsigned failed_rounds, failures;
+	/* The origin failing, both media's (outage.c), under outage.lock: the
+	 * attempts that failed in a row, since when and the last errno (the
+	 * three also read without the lock: atomics). */
+	atomic_uint failed_rounds;
 	_Atomic uint64_t failing_since_ns;
 	atomic_int last_errno;
+	struct wc_wb_outage outage;
 	struct wb_state *state;              /* the rounds' buffers, once started */
 };
 
@@ -155,11 +165,11 @@ void wc_wb_settle_end(struct wc_cache *c, struct wb_state *w);
 void wc_wb_settle(struct wc_cache *c, struct wb_state *w);
 /* The error a round returns after its settle requeued `failed` blocks. */
 int wc_wb_failed_round_err(struct wc_cache *c, unsigned failed);
-/* Sleep after the failed_rounds-th failed round in a row (how long:
- * wc_wb_backoff_ms; the host's steps wait that long without sleeping). */
-void wc_wb_backoff(unsigned failed_rounds);
-uint64_t wc_wb_backoff_ms(unsigned failed_rounds);
-/* An errno that says the origin cannot be reached (retried without end). */
-bool wc_wb_unreachable_errno(int err);
+/* The wait after the n-th failed attempt of a backoff (outage.c paces
+ * every attempt with it). */
+uint64_t wc_wb_backoff_ms(unsigned n);
+/* The outage state's locks (outage.c), with write-back's. */
+void wc_wb_outage_init(struct wc_writeback *wb);
+void wc_wb_outage_fini(struct wc_writeback *wb);
 
 #endif /* WC_WRITEBACK_INTERNAL_H */

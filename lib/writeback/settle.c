@@ -2,9 +2,9 @@
 /*
  * settle.c -- the end of a write-back round: its origin flush (a
  * request where the origin takes one, else a call), then its blocks freed
- * if that made them durable or requeued if not, and what a failure counts
- * for: the backoff, the sticky error, or -- when the origin only cannot be
- * reached -- neither.
+ * if that made them durable or requeued if not, and the round reported to
+ * the origin's failure streak (outage.c): an origin's failure is retried
+ * with backoff, never sticky.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,27 +15,24 @@
 #include "core/readahead.h"
 #include "writeback/internal.h"
 
-/* Failed rounds in a row, not counting those that failed only because the
- * origin could not be reached (wc_wb_unreachable_errno), before the cache
- * stops in the sticky error. */
-#define WB_MAX_FAILURES 6
-#define WB_BACKOFF_MAX_MS 1000
+/* The longest wait between two attempts on a failing origin: the cache
+ * sees the origin's return within it (plus one round), and a dead origin is
+ * asked four times a second -- a failed write costs it nothing. */
+#define WB_BACKOFF_MAX_MS 250
 
 /* What a round whose settle requeued `failed` blocks returns, with its
- * message (wb_lock held): the errno itself while the origin cannot be
- * reached (retried without end), else -EIO counting toward the sticky
- * error. */
+ * message (wb_lock held): the origin's errno. */
 int wc_wb_failed_round_err(struct wc_cache *c, unsigned failed)
 {
-	int err = c->wb->last_errno;
-	double secs = (double)(wc_clock_ns() - c->wb->failing_since_ns) / 1e9;
+	int err = atomic_load(&c->wb->last_errno);
+	uint64_t since = atomic_load(&c->wb->failing_since_ns);
+	double secs = since ? (double)(wc_clock_ns() - since) / 1e9 : 0;
 
-	if (wc_wb_unreachable_errno(err))
-		return wc_err(err, "%s: write-back of %u blocks failed: the origin cannot be reached (%s); "
-		              "retrying, %u failed rounds in %.1f s",
-		              c->cache_path, failed, strerror(-err), c->wb->failed_rounds, secs);
-	return wc_err(-EIO, "%s: write-back of %u blocks failed (%s; attempt %u of %u)", c->cache_path,
-	              failed, strerror(-err), c->wb->failures, WB_MAX_FAILURES);
+	if (!err)
+		err = -EIO;
+	return wc_err(err, "%s: write-back of %u blocks failed (%s): they stay dirty in the cache and are "
+	              "retried; the origin has failed %u attempts in %.1f s", c->cache_path, failed,
+	              strerror(-err), atomic_load(&c->wb->failed_rounds), secs);
 }
 
 struct dead_set {
@@ -75,35 +72,14 @@ static void requeue_failed(struct wc_cache *c, uint32_t idx)
 		atomic_store(&c->commit.superseded_elsewhere, true);
 }
 
-/*
- * The errnos of an origin that cannot be reached (a network origin's server
- * restarting, a cable pulled): write-back retries them without end, backing
- * off up to WB_BACKOFF_MAX_MS, instead of counting them toward the sticky
- * error -- the data is safe in the cache, and the origin may come back.
- */
-bool wc_wb_unreachable_errno(int err)
-{
-	switch (-err) {
-	case ENOTCONN: case ECONNREFUSED: case ECONNRESET: case ECONNABORTED: case EPIPE:
-	case ETIMEDOUT: case EHOSTUNREACH: case EHOSTDOWN: case ENETUNREACH: case ENETDOWN:
-	case ESHUTDOWN:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* What a round's failures were: the last errno, and whether every one of
- * them only says the origin could not be reached. */
+/* What a round's failures were: how many blocks, and the last errno. */
 struct wb_failure {
 	unsigned blocks;
 	int err;
-	bool unreachable;
 };
 
 static void note_failure(struct wb_failure *f, unsigned blocks, int err)
 {
-	f->unreachable = (f->blocks == 0 || f->unreachable) && wc_wb_unreachable_errno(err);
 	f->blocks += blocks;
 	f->err = err;
 }
@@ -173,44 +149,32 @@ static unsigned free_durable(struct wc_cache *c, struct wb_round *round, int flu
 
 	/* Durable before free: the one rule write-back lives by. */
 	finish(c, round, flush_ret, &d, &fail);
+	/* A failure streak ends before the blocks are free: a writer that
+	 * finds none meanwhile waits for them rather than being refused. */
+	if (!fail.blocks)
+		wc_wb_attempt_ok(c);
 	if (d.n) {
 		/* Invariant (5) of commit.c: invalidations durable before reuse. */
 		wc_persist_drain(&c->fp);
 		wc_free_batch(c, d.v, d.n);
 	}
 	free(d.v);
-	if (!fail.blocks) {
-		c->wb->failed_rounds = c->wb->failures = 0;
-		atomic_store_explicit(&c->wb->failing_since_ns, 0, memory_order_relaxed);
-		atomic_store_explicit(&c->wb->last_errno, 0, memory_order_relaxed);
+	if (!fail.blocks)
 		return 0;
-	}
 	atomic_fetch_add_explicit(&c->wb->errors, fail.blocks, memory_order_relaxed);
-	if (!c->wb->failed_rounds++)
-		atomic_store_explicit(&c->wb->failing_since_ns, wc_clock_ns(), memory_order_relaxed);
-	atomic_store_explicit(&c->wb->last_errno, fail.err, memory_order_relaxed);
-	if (!fail.unreachable && ++c->wb->failures >= WB_MAX_FAILURES)
-		wc_set_error(c, -EIO, "origin write-back failed repeatedly");
+	/* Only the origin's: the blocks are intact in the cache, dirty again,
+	 * and the cache goes on (outage.c). */
+	wc_wb_attempt_failed(c, fail.err, fail.blocks);
 	return fail.blocks;
 }
 
-/* 2, 4, ... ms after each failed round of a streak, at most
- * WB_BACKOFF_MAX_MS: an origin that is down is asked about once a second. */
-uint64_t wc_wb_backoff_ms(unsigned failed_rounds)
+/* 2, 4, ... ms after each failed attempt of a streak, at most
+ * WB_BACKOFF_MAX_MS. */
+uint64_t wc_wb_backoff_ms(unsigned n)
 {
-	uint64_t ms = 1ull << (failed_rounds < 10 ? failed_rounds : 10);
+	uint64_t ms = 1ull << (n < 10 ? n : 10);
 
 	return ms > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : ms;
-}
-
-void wc_wb_backoff(unsigned failed_rounds)
-{
-	uint64_t ms = wc_wb_backoff_ms(failed_rounds);
-	struct timespec ts;
-
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
 }
 
 /* In whatever thread polls the origin. */

@@ -43,11 +43,14 @@
  * the network's, not its queue's), up to writeback_window_max_kib
  * (wc_wb_window_step, window.c).
  *
- * A failed write leaves its block dirty (retried with backoff); after
- * WB_MAX_FAILURES failed rounds in a row the cache enters the sticky error
- * -- unless all a round's failures say the origin cannot be reached (a
- * network origin's server down): those are retried without end, about once
- * a second, and wc_writeback returns their errno after WB_DRAIN_GIVE_UP_MS.
+ * A failed origin write or flush leaves its blocks dirty, and the round
+ * counts in the origin's failure streak (outage.c): retried without end
+ * with backoff, never the sticky error -- the data is safe in the cache,
+ * and the origin may come back.  The thread waits out the backoff between
+ * rounds (autocommit goes on meanwhile); wc_writeback returns the origin's
+ * errno after a minute (outage.c).  Only a state write-back can no longer
+ * tell -- the origin's poll broken with requests in flight, whose buffers a
+ * later round would reuse -- is sticky.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -56,12 +59,8 @@
 
 #include "util/error.h"
 #include "core/readahead.h"
-#include "core/testhooks.h"
 #include "writeback/internal.h"
 
-/* wc_writeback returns (the blocks stay dirty and are retried) once the
- * origin has failed this long without a round getting through. */
-#define WB_DRAIN_GIVE_UP_MS 60000
 #define WC_WRITEBACK_THREAD_NAME "wc-writeback" /* <= 15 characters */
 
 /*
@@ -313,28 +312,6 @@ static unsigned window_snapshot(struct wc_cache *c, uint64_t *mean_latency_ns)
 	return __atomic_load_n(&w->win.blocks, __ATOMIC_RELAXED);
 }
 
-/* wc_writeback goes on after a failed round (backed off inside) unless the
- * cache stopped, or the origin has failed for WB_DRAIN_GIVE_UP_MS. */
-static bool drain_retries(struct wc_cache *c, int err)
-{
-	unsigned give_up_ms = wc_test_hooks && wc_test_hooks->writeback_give_up_ms
-	                      ? wc_test_hooks->writeback_give_up_ms : WB_DRAIN_GIVE_UP_MS;
-	uint64_t since;
-
-	if (wc_has_error(c) || (err != -EIO && !wc_wb_unreachable_errno(err)))
-		return false;
-	pthread_mutex_lock(&c->wb->lock);
-	since = c->wb->failing_since_ns;
-	pthread_mutex_unlock(&c->wb->lock);
-	if (since && wc_clock_ns() - since >= (uint64_t)give_up_ms * 1000000ull) {
-		wc_err(err, "%s: write-back gave up after %.1f s of origin failures (last: %s); the blocks "
-		       "stay dirty in the cache and are written back once the origin answers",
-		       c->cache_path, (double)(wc_clock_ns() - since) / 1e9, strerror(-err));
-		return false;
-	}
-	return true;
-}
-
 /* What a round of this mode should take, or 0 for "nothing to do". */
 static unsigned round_want(struct wc_cache *c, struct wb_state *w, bool all,
                            enum wc_wb_pick_mode *mode)
@@ -353,6 +330,13 @@ static unsigned round_want(struct wc_cache *c, struct wb_state *w, bool all,
 	if (w->active) {
 		*mode = WC_PICK_WATERMARK;
 		return used - low == 0 ? 1 : used - low < w->cap ? (unsigned)(used - low) : w->cap;
+	}
+	if (wc_wb_origin_failing(c)) {
+		/* A streak that outlived the watermarks (a round that got
+		 * part through took the cache below them) ends only with a
+		 * round that gets through: probe with one run. */
+		*mode = WC_PICK_WATERMARK;
+		return 1;
 	}
 	if (c->cfg.max_age_ms) {
 		*mode = WC_PICK_AGE;
@@ -422,11 +406,10 @@ static int step_locked(struct wc_cache *c, struct wb_state *w, bool wait)
 			w->step.round = NULL;
 			failed = w->settle_failed;
 			w->settle_failed = 0;
-			if (failed) {
+			/* The next round waits for the failing origin's
+			 * backoff (wc_wb_retry_in_ns). */
+			if (failed)
 				wc_wb_failed_round_err(c, failed);
-				w->step_retry_ns = wc_clock_ns() +
-				                   wc_wb_backoff_ms(c->wb->failed_rounds) * 1000000ull;
-			}
 			progress++;
 		}
 		units += progress;
@@ -456,7 +439,7 @@ int wc_writeback_step(struct wc_cache *c)
 	if (pthread_mutex_trylock(&c->wb->lock))
 		return 0;
 	units = step_locked(c, w, false);
-	if (!w->step.round && !w->written && wc_clock_ns() >= w->step_retry_ns) {
+	if (!w->step.round && !w->written && !wc_wb_retry_in_ns(c)) {
 		enum wc_wb_pick_mode mode;
 		unsigned want = round_want(c, w, false, &mode);
 
@@ -483,18 +466,18 @@ int wc_writeback_step(struct wc_cache *c)
 int wc_writeback_step_deadline_ms(struct wc_cache *c)
 {
 	struct wb_state *w = c->wb->state;
-	uint64_t now;
+	uint64_t retry;
 	int due = -1;
 
 	if (!w || wc_has_error(c))
 		return -1;
 	pthread_mutex_lock(&c->wb->lock);
-	now = wc_clock_ns();
+	retry = wc_wb_retry_in_ns(c);
 	if (w->step.round || w->written)
 		due = 1; /* the origin's completions come without a descriptor */
-	else if (w->step_retry_ns > now)
-		due = (int)((w->step_retry_ns - now + 999999) / 1000000);
-	else if (wc_writeback_due(c))
+	else if (retry)
+		due = (int)((retry + 999999) / 1000000);
+	else if (wc_writeback_due(c) || wc_wb_origin_failing(c))
 		due = 0;
 	else if (c->cfg.max_age_ms)
 		due = (int)(c->cfg.max_age_ms / 16 ? c->cfg.max_age_ms / 16 : 1);
@@ -527,7 +510,7 @@ int wc_writeback_round(struct wc_cache *c, bool all)
 	struct wb_state *w = c->wb->state;
 	struct wb_round *round;
 	enum wc_wb_pick_mode mode;
-	unsigned want, failed, failed_rounds;
+	unsigned want, failed;
 	bool settled;
 	int err, n;
 
@@ -598,14 +581,10 @@ again:
 	failed = w->settle_failed;
 	w->settle_failed = 0;
 	err = failed ? wc_wb_failed_round_err(c, failed) : 0;
-	failed_rounds = c->wb->failed_rounds;
 	pthread_mutex_unlock(&c->wb->lock);
-	if (failed) {
-		if (!wc_has_error(c))
-			wc_wb_backoff(failed_rounds);
-		return err;
-	}
-	return n;
+	/* The caller paces the next attempt (wc_wb_retry_in_ns): a writer in
+	 * need of room must not sleep here. */
+	return failed ? err : n;
 }
 
 /* Settle what the last round left written (wb_lock not held): for close. */
@@ -639,13 +618,16 @@ static void *bg_main(void *arg)
 	while (!c->wb->bg_stop) {
 		unsigned wait_ms = 100;
 		struct timespec ts;
+		uint64_t retry_ns;
 		int r = 0;
 
 		c->wb->bg_kick = false;
 		pthread_mutex_unlock(&c->wb->bg_lock);
 		if (wc_autocommit_due(c))
 			wc_commit(c, false);
-		if (!wc_has_error(c))
+		/* A failing origin is tried again once its backoff passed, and
+		 * not sooner however often writers kick. */
+		if (!wc_has_error(c) && !wc_wb_retry_in_ns(c))
 			r = wc_writeback_round(c, false);
 		pthread_mutex_lock(&c->wb->bg_lock);
 		if (r > 0 || c->wb->bg_kick)
@@ -654,6 +636,9 @@ static void *bg_main(void *arg)
 			wait_ms = c->cfg.autocommit_ms;
 		if (c->cfg.max_age_ms && c->cfg.max_age_ms / 16 < wait_ms)
 			wait_ms = c->cfg.max_age_ms / 16 ? c->cfg.max_age_ms / 16 : 1;
+		retry_ns = wc_wb_retry_in_ns(c);
+		if (retry_ns && retry_ns / 1000000 < wait_ms)
+			wait_ms = (unsigned)(retry_ns / 1000000) + 1;
 		ts = wc_clock_deadline_ms(wait_ms);
 		if (!c->wb->bg_stop)
 			pthread_cond_timedwait(&c->wb->bg_cond, &c->wb->bg_lock, &ts);
@@ -671,6 +656,7 @@ int wc_writeback_init(struct wc_cache *c)
 	pthread_mutex_init(&wb->lock, NULL);
 	pthread_mutex_init(&wb->bg_lock, NULL);
 	pthread_cond_init(&wb->bg_cond, NULL);
+	wc_wb_outage_init(wb);
 	atomic_init(&wb->cleaner, c->cfg.cleaner);
 	c->wb = wb;
 	return 0;
@@ -683,6 +669,7 @@ void wc_writeback_fini(struct wc_cache *c)
 	pthread_mutex_destroy(&c->wb->lock);
 	pthread_mutex_destroy(&c->wb->bg_lock);
 	pthread_cond_destroy(&c->wb->bg_cond);
+	wc_wb_outage_fini(c->wb);
 	free(c->wb);
 	c->wb = NULL;
 }
@@ -695,7 +682,7 @@ bool wc_writeback_cleaning(struct wc_cache *c)
 void wc_writeback_stats(struct wc_cache *c, struct wc_stats *st)
 {
 	struct wc_writeback *wb = c->wb;
-	uint64_t since = atomic_load_explicit(&wb->failing_since_ns, memory_order_relaxed);
+	uint64_t since;
 
 	st->writeback_blocks = atomic_load(&wb->inflight);
 	st->writeback_ios = atomic_load_explicit(&wb->ios, memory_order_relaxed);
@@ -703,8 +690,15 @@ void wc_writeback_stats(struct wc_cache *c, struct wc_stats *st)
 	st->writeback_errors = atomic_load_explicit(&wb->errors, memory_order_relaxed);
 	st->writeback_window = window_snapshot(c, &st->writeback_latency_us);
 	st->writeback_latency_us /= 1000;
+	/* The origin's failure, both media's (outage.c). */
+	pthread_mutex_lock(&wb->outage.lock);
+	since = atomic_load_explicit(&wb->failing_since_ns, memory_order_relaxed);
 	st->writeback_last_error = atomic_load_explicit(&wb->last_errno, memory_order_relaxed);
 	st->writeback_failing_ms = since ? (wc_clock_ns() - since) / 1000000 : 0;
+	st->writeback_failing_since_ms = since ? wb->outage.since_wall_ms : 0;
+	pthread_mutex_unlock(&wb->outage.lock);
+	st->writeback_outages = atomic_load_explicit(&wb->outage.outages, memory_order_relaxed);
+	st->writes_refused_full = atomic_load_explicit(&wb->outage.refused, memory_order_relaxed);
 }
 
 void wc_writeback_stats_reset(struct wc_cache *c)
@@ -712,6 +706,8 @@ void wc_writeback_stats_reset(struct wc_cache *c)
 	atomic_store(&c->wb->ios, 0);
 	atomic_store(&c->wb->bytes, 0);
 	atomic_store(&c->wb->errors, 0);
+	atomic_store(&c->wb->outage.outages, 0);
+	atomic_store(&c->wb->outage.refused, 0);
 }
 
 int wc_writeback_start(struct wc_cache *c)
@@ -775,7 +771,7 @@ int wc_writeback_everything(struct wc_cache *c)
 		return r;
 	do
 		r = wc_writeback_round(c, true);
-	while (r > 0 || (r < 0 && drain_retries(c, r)));
+	while (r > 0 || (r < 0 && wc_wb_drain_retries(c, r)));
 	wc_release_freed(c);
 	return r;
 }

@@ -49,4 +49,39 @@ int wc_writeback_blocks(struct wc_cache *c, uint64_t first, uint64_t n);
 void wc_writeback_stats(struct wc_cache *c, struct wc_stats *st);
 void wc_writeback_stats_reset(struct wc_cache *c);
 
+/*
+ * The origin failing (outage.c), for both media: each write-back attempt
+ * -- a round on pmem, a segment on the block medium -- reports how it went.
+ * A streak of failures is logged when it begins and when it ends, shown in
+ * wc_stats, and paced by backoff; it never makes the cache's error sticky.
+ */
+/* `blocks` could not be written back: the origin said `err`. */
+void wc_wb_attempt_failed(struct wc_cache *c, int err, unsigned blocks);
+/* An attempt got through: a streak ends. */
+void wc_wb_attempt_ok(struct wc_cache *c);
+bool wc_wb_origin_failing(struct wc_cache *c);
+/* Nanoseconds until the next attempt is due (0: now). */
+uint64_t wc_wb_retry_in_ns(struct wc_cache *c);
+/* Sleep until then; wc_wb_retry_now ends the sleep early. */
+void wc_wb_backoff_wait(struct wc_cache *c);
+/* wc_clear_error: the backoff starts again from its first step, and the
+ * next attempt is due now (the caller wakes the write-back thread). */
+void wc_wb_retry_now(struct wc_cache *c);
+/* wc_writeback after an attempt failed with `err`: true = try again, the
+ * backoff waited out; false = stop (the cache's error, or the origin has
+ * failed for a minute: the message says so). */
+bool wc_wb_drain_retries(struct wc_cache *c, int err);
+/* A writer found no free block and nothing but write-back can free one:
+ * -ENOSPC, with a message saying since when the origin fails, once the
+ * streak has outlasted the writers' patience; else 0 (wait on). */
+int wc_wb_refuse_full(struct wc_cache *c, const char *op);
+/* The streak has outlasted the writers' patience (no side effect: a writer
+ * looks for blocks freed meanwhile before it asks to be refused). */
+bool wc_wb_past_patience(struct wc_cache *c);
+/* The same for a writer that makes room itself (no_threads): 0 once an
+ * attempt is due (at once when none is pending: a host that never polls
+ * still sees the origin come back, one attempt per backoff at most), or
+ * -ENOSPC past the patience while the next attempt is not due. */
+int wc_wb_room_wait(struct wc_cache *c, const char *op);
+
 #endif /* WC_WRITEBACK_H */

@@ -227,8 +227,3 @@ bool all_free(wc_cache *c)
 
 	return st.free_blocks == st.blocks && st.dirty_blocks == 0;
 }
-
-bool in_error(wc_cache *c)
-{
-	return stats(c).error != 0;
-}

@@ -82,6 +82,5 @@ void random_workload(wc_cache *c, struct model *m, uint64_t seed, unsigned ops,
 /* Wait (bounded, no timing asserted) until cond(c) holds. */
 bool wait_for(wc_cache *c, bool (*cond)(wc_cache *c), unsigned max_ms);
 bool all_free(wc_cache *c);
-bool in_error(wc_cache *c);
 
 #endif

@@ -531,8 +531,8 @@ int wcctl_writeback(int argc, char **argv)
 	if (!quiet)
 		wcctl_progress_end(&bar);
 	/* wc_writeback finishes the job whatever happened above: it retries a
-	 * failed round until it succeeds or the error turns sticky, and it
-	 * returns only once the origin is durable. */
+	 * failed round until it succeeds or the origin has failed for a
+	 * minute, and it returns only once the origin is durable. */
 	if (!ret)
 		ret = wc_writeback(c);
 	if (ret)
