@@ -29,6 +29,11 @@ extern "C" {
 /* WCACHE_VERSION_MAJOR, _MINOR, _PATCH: the release this header came with. */
 #include "wcache_version.h"
 
+/* 0.7: the release of the library the program runs with, e.g. "0.7.0": the
+ * same as WCACHE_VERSION_STRING, or later when the program was built
+ * against an older header.  A static string. */
+const char *wc_version(void);
+
 /* ======================================================================
  * Flush engine: moving bytes into the persistence domain (usable alone)
  * ====================================================================== */

@@ -28,6 +28,14 @@
 _Static_assert(WC_CONFIG_SIZE_0_2 == sizeof(struct wc_config),
                "struct wc_config changed: update WC_CONFIG_SIZE_0_2's meaning and docs/ABI.md");
 
+/* configure wrote the release into wcache_version.h for the library and the
+ * installed header alike: this is the library's, whatever header the
+ * program was compiled with. */
+const char *wc_version(void)
+{
+	return WCACHE_VERSION_STRING;
+}
+
 static void copy_prefix(void *dst, size_t dst_size, const void *src, size_t src_size)
 {
 	memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
