@@ -264,7 +264,9 @@ typedef struct wc_cache wc_cache;
 #define WC_FUA 1u /* wc_write flag: durable when the call returns */
 
 struct wc_config {
-	uint32_t block_size;        /* 512..65536, power of two; default 4096; fixed at format */
+	uint32_t block_size;        /* 512..65536, power of two; fixed at format.  0 (what
+	                               wc_config_init sets since 0.7): 4096 at create, the
+	                               cache's own at open, where another value must match */
 	unsigned high_watermark;    /* % of blocks used that starts write-back; default 50 */
 	unsigned low_watermark;     /* % used at which write-back stops; default 45 */
 	unsigned writeback_jobs;    /* blocks in flight to the origin; default 256 (the window's

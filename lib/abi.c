@@ -64,6 +64,9 @@ void (wc_config_init)(struct wc_config *cfg)
 	if (!cfg)
 		return;
 	wc_config_defaults(&d);
+	/* What 0.1 gave: such a program may size its buffers by it, and its
+	 * wc_open@WCACHE_0.1 keeps asking for 4096 as it always did. */
+	d.block_size = WC_DEFAULT_BLOCK_SIZE;
 	memcpy(cfg, &d, WC_CONFIG_SIZE_0_1);
 }
 

@@ -274,7 +274,7 @@ START_TEST(test_config_parse)
 	struct wc_config cfg;
 
 	wc_config_init(&cfg);
-	ck_assert_uint_eq(cfg.block_size, 4096);
+	ck_assert_uint_eq(cfg.block_size, 0); /* 4096 at create, the cache's at open */
 	ck_assert_uint_eq(cfg.high_watermark, 50);
 	ck_assert_uint_eq(cfg.low_watermark, 45);
 	ck_assert_uint_eq(cfg.writeback_jobs, 256);

@@ -43,11 +43,9 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 	ret = 0;
 	if (cfg)
 		ret = wc_config_import(&c->cfg, cfg);
-	else {
+	else
 		wc_config_init(&c->cfg);
-		if (open)
-			c->cfg.block_size = 0; /* the superblock's */
-	}
+	wc_config_resolve(&c->cfg, open);
 	c->cache_path = strdup(cache_path);
 	if (!c->cache_path) {
 		free(c);

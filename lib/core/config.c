@@ -10,11 +10,13 @@
 #include "util/size.h"
 
 /* dm-writecache's defaults for pmem (HIGH_WATERMARK 50, LOW_WATERMARK 45,
- * AUTOCOMMIT_BLOCKS_PMEM 64, AUTOCOMMIT_MSEC 1000). */
+ * AUTOCOMMIT_BLOCKS_PMEM 64, AUTOCOMMIT_MSEC 1000).  block_size stays 0:
+ * a default of 4096 read as a request made wc_open refuse every cache
+ * formatted with another size; 0 is 4096 at create (wc_config_resolve)
+ * and the cache's own at open. */
 void wc_config_defaults(struct wc_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->block_size = 4096;
 	cfg->high_watermark = 50;
 	cfg->low_watermark = 45;
 	cfg->writeback_jobs = 256;
@@ -59,7 +61,17 @@ static int parse_bool(const char *key, const char *val, bool *out)
 	return 0;
 }
 
-static int parse_one(struct wc_config *cfg, const char *key, const char *val)
+/* Fields past the 0.1 layout that an option sets: wc_config_parse stores
+ * them in the caller's struct only when the options name them (a program
+ * built against 0.1 has none of them; the 0.1 part it always has). */
+enum {
+	LATE_WINDOW = 1u << 0,
+	LATE_REBIND = 1u << 1,
+	LATE_MEDIUM = 1u << 2,
+	LATE_FORCE = 1u << 3,
+};
+
+static int parse_one(struct wc_config *cfg, const char *key, const char *val, unsigned *late)
 {
 	uint64_t v;
 	int ret;
@@ -81,8 +93,10 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 		return parse_uint(key, val, 3600000, &cfg->autocommit_ms);
 	if (!strcmp(key, "max_age_ms") || !strcmp(key, "max_age"))
 		return parse_uint(key, val, 86400000, &cfg->max_age_ms);
-	if (!strcmp(key, "writeback_window_max_kib"))
+	if (!strcmp(key, "writeback_window_max_kib")) {
+		*late |= LATE_WINDOW;
 		return parse_uint(key, val, 1u << 30, &cfg->writeback_window_max_kib);
+	}
 	if (!strcmp(key, "writeback_max_io_kib"))
 		return parse_uint(key, val, 1u << 20, &cfg->writeback_max_io_kib);
 	if (!strcmp(key, "cache_size"))
@@ -100,7 +114,16 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 			cfg->fua = !no;
 		return ret;
 	}
+	if (!strcmp(key, "force")) {
+		bool on;
+
+		*late |= LATE_FORCE;
+		ret = parse_bool(key, val, &on);
+		cfg->force = on;
+		return ret;
+	}
 	if (!strcmp(key, "medium")) {
+		*late |= LATE_MEDIUM;
 		if (val && !strcmp(val, "auto"))
 			cfg->medium = WC_MEDIUM_AUTO;
 		else if (val && !strcmp(val, "pmem"))
@@ -114,6 +137,7 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 	if (!strcmp(key, "no_threads"))
 		return parse_bool(key, val, &cfg->no_threads);
 	if (!strcmp(key, "origin_rebind")) {
+		*late |= LATE_REBIND;
 		if (val && (!strcmp(val, "0") || !strcmp(val, "no") || !strcmp(val, "never")))
 			cfg->origin_rebind = WC_ORIGIN_REBIND_NEVER;
 		else if (!val || !strcmp(val, "1") || !strcmp(val, "yes") || !strcmp(val, "clean"))
@@ -159,12 +183,22 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val)
 	}
 	return wc_err(-EINVAL, "unknown option \"%s\" (known: block_size, high_watermark, low_watermark, "
 	              "writeback_jobs, autocommit_blocks, autocommit_ms, max_age_ms, cleaner, fua, nofua, "
-	              "no_threads, medium, writeback_max_io_kib, writeback_window_max_kib, cache_size, origin_rebind, pmem_threshold, pmem_force, pmem_flush)", key);
+	              "no_threads, medium, force, writeback_max_io_kib, writeback_window_max_kib, cache_size, origin_rebind, pmem_threshold, pmem_force, pmem_flush)", key);
 }
 
+/*
+ * All or nothing: the options go into a copy, and the caller's struct
+ * changes only when every one of them parsed and the result is consistent
+ * -- a caller that reports the error and goes on with its config would
+ * otherwise run with half of a string it was told was refused.  Only the
+ * 0.1 part of the caller's struct is read (every caller has it); a later
+ * field is written only when an option names it, as before.
+ */
 int wc_config_parse(struct wc_config *cfg, const char *options)
 {
+	struct wc_config tmp;
 	char *copy, *tok, *save = NULL;
+	unsigned late = 0;
 	int ret = 0;
 
 	if (!cfg)
@@ -174,6 +208,8 @@ int wc_config_parse(struct wc_config *cfg, const char *options)
 	copy = strdup(options);
 	if (!copy)
 		return wc_err(-ENOMEM, "wc_config_parse: copy of options");
+	memset(&tmp, 0, sizeof(tmp));
+	memcpy(&tmp, cfg, WC_CONFIG_SIZE_0_1);
 	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 
@@ -183,11 +219,30 @@ int wc_config_parse(struct wc_config *cfg, const char *options)
 			continue;
 		if (eq)
 			*eq = '\0';
-		ret = parse_one(cfg, tok, eq ? eq + 1 : NULL);
+		ret = parse_one(&tmp, tok, eq ? eq + 1 : NULL, &late);
 	}
 	free(copy);
 	/* block_size 0 stays legal here: wc_open takes the superblock's. */
-	return ret ? ret : wc_config_validate(cfg, true);
+	if (!ret)
+		ret = wc_config_validate(&tmp, true);
+	if (ret)
+		return ret;
+	memcpy(cfg, &tmp, WC_CONFIG_SIZE_0_1);
+	if (late & LATE_WINDOW)
+		cfg->writeback_window_max_kib = tmp.writeback_window_max_kib;
+	if (late & LATE_REBIND)
+		cfg->origin_rebind = tmp.origin_rebind;
+	if (late & LATE_MEDIUM)
+		cfg->medium = tmp.medium;
+	if (late & LATE_FORCE)
+		cfg->force = tmp.force;
+	return 0;
+}
+
+void wc_config_resolve(struct wc_config *cfg, bool open)
+{
+	if (!open && cfg->block_size == 0)
+		cfg->block_size = WC_DEFAULT_BLOCK_SIZE;
 }
 
 int wc_config_validate(const struct wc_config *cfg, bool block_size_optional)

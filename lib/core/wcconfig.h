@@ -12,6 +12,8 @@
 
 #define WC_MIN_BLOCK_SIZE 512u
 #define WC_MAX_BLOCK_SIZE 65536u
+/* What block_size 0 means at create (the contract's default). */
+#define WC_DEFAULT_BLOCK_SIZE 4096u
 
 /* Defaults in the whole struct as this library knows it (size not set). */
 void wc_config_defaults(struct wc_config *cfg);
@@ -24,6 +26,9 @@ void wc_config_defaults(struct wc_config *cfg);
  * struct; -EINVAL + message for a size that does not cover `size` itself, or
  * a set field (reserved, or beyond this library's struct) it does not know. */
 int wc_config_import(struct wc_config *dst, const struct wc_config *src);
+
+/* block_size 0 is 4096 at create; at open it stays 0 (the superblock's). */
+void wc_config_resolve(struct wc_config *cfg, bool open);
 
 /* -EINVAL + message for an inconsistent config; block_size 0 is accepted
  * when `block_size_optional` (wc_open: take the superblock's). */
