@@ -302,8 +302,11 @@ struct wc_config {
 	 * chooses by itself, WC_MEDIUM_PMEM or WC_MEDIUM_BLOCK insist; wc_open
 	 * reads it from the cache and refuses a contradiction. */
 	uint32_t medium;
-	/* 0.7: wc_create formats a file or device that holds data but no
-	 * cache only with this set (refused with -EEXIST otherwise). */
+	/* 0.7: wc_create formats a file or device whose first MiB holds
+	 * anything but zeros -- data that is not a cache, a damaged cache --
+	 * only with this set (-EEXIST otherwise, the message naming the first
+	 * byte that is not zero).  A valid cache is refused all the same:
+	 * remove it (a device: wipe its first MiB) to make another. */
 	uint32_t force;
 	/* 0.7: threads that serve wc_submit() requests which cannot complete
 	 * at once (misses, the block medium, writes waiting for room);

@@ -3,7 +3,9 @@
  * check_api.c -- what an embedder relies on from wcache.h and libwcache(3),
  * through the shared library and the public header alone, on both media:
  * the run-time version, a config that a failed parse leaves as it was,
- * wc_config_init's block size at create and at open.
+ * wc_config_init's block size at create and at open, what wc_create
+ * formats (and, without force, what it refuses), the errno of a cache file
+ * too small or cut short.
  *
  * The block medium's files go under WC_TEST_DISK_DIR (default /var/tmp:
  * O_DIRECT needs a disk file system); the pmem ones in the scratch folder
@@ -78,6 +80,42 @@ static wc_cache *create(enum medium m, const char *extra)
 	ck_assert_msg(wc_create(&c, cache_of(m), origin_path, &cfg) == 0, "%s: %s", cache_of(m),
 	              wc_errmsg());
 	return c;
+}
+
+/* `len` bytes of `byte` at `off` in `path` (made first, zeroed, when it is
+ * missing: `size` bytes, allocated when `alloc`). */
+static void put_bytes_in(const char *path, uint64_t size, bool alloc, uint64_t off, int byte,
+                         size_t len)
+{
+	char buf[64];
+	int fd = open(path, O_RDWR | O_CREAT, 0644);
+	struct stat st;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	if ((uint64_t)st.st_size < size)
+		ck_assert_int_eq(alloc ? posix_fallocate(fd, 0, (off_t)size) : ftruncate(fd, (off_t)size),
+		                 0);
+	ck_assert_uint_le(len, sizeof(buf));
+	memset(buf, byte, len);
+	ck_assert_int_eq(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+static void put_bytes(const char *path, uint64_t size, uint64_t off, int byte, size_t len)
+{
+	put_bytes_in(path, size, false, off, byte, len);
+}
+
+static int byte_at(const char *path, uint64_t off)
+{
+	unsigned char b = 0;
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, (off_t)off), 1);
+	close(fd);
+	return b;
 }
 
 /* ------------------------------------------------------------- version */
@@ -183,6 +221,162 @@ START_TEST(test_block_size_default_block)
 }
 END_TEST
 
+/* ------------------------------------------------- what wc_create formats */
+
+static void create_refuses(enum medium m, const char *extra, const char *says)
+{
+	struct wc_config cfg;
+	wc_cache *c = NULL;
+
+	config(&cfg, m, extra);
+	ct_assert_err(wc_create(&c, cache_of(m), origin_path, &cfg), -EEXIST);
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(wc_errmsg(), cache_of(m)) && strstr(wc_errmsg(), says),
+	              "the message does not name the path and say \"%s\": %s", says, wc_errmsg());
+}
+
+static void create_ok(enum medium m, const char *extra)
+{
+	wc_cache *c = create(m, extra);
+
+	ck_assert_int_eq(wc_close(c), 0);
+	ck_assert_msg(wc_open(&c, cache_of(m), origin_path, NULL) == 0, "%s", wc_errmsg());
+	ck_assert_int_eq(wc_close(c), 0);
+}
+
+static void refuses_data(enum medium m)
+{
+	uint64_t size = m == PMEM ? PMEM_BYTES : BLOCK_BYTES;
+	char where[64];
+
+	/* A new file and a file of zeros are formatted. */
+	create_ok(m, NULL);
+	unlink(cache_of(m));
+	put_bytes(cache_of(m), size, 0, 0, 1);
+	create_ok(m, NULL);
+	/* A valid cache is refused, force or not. */
+	create_refuses(m, NULL, "already holds a valid cache");
+	create_refuses(m, "force=1", "already holds a valid cache");
+	/* Data that is not a cache: at the start (a file system's label), or
+	 * further in the first MiB (btrfs keeps its superblock at 64 KiB); and
+	 * in a file allocated with fallocate, written but not yet flushed: on
+	 * disk its extent is still unwritten, but the data is in the page
+	 * cache (zeros written over such an extent once destroyed it). */
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t off = i ? 70000 : 1024;
+
+		unlink(cache_of(m));
+		put_bytes_in(cache_of(m), size, i == 2, off, 0xa5, 8);
+		snprintf(where, sizeof(where), "byte %llu is 0xa5", (unsigned long long)off);
+		create_refuses(m, NULL, where);
+		ck_assert_ptr_nonnull(strstr(wc_errmsg(), "force=1"));
+		/* ... untouched, */
+		ck_assert_int_eq(byte_at(cache_of(m), off), 0xa5);
+		/* ... and formatted when forced. */
+		create_ok(m, "force=1");
+	}
+	/* A cache that does not open (its superblock damaged) is data too. */
+	put_bytes(cache_of(m), size, 40, 0x5a, 8);
+	create_refuses(m, NULL, "does not open");
+	create_ok(m, "force");
+	/* A create that a crash cut short left its own mark: formatted. */
+	unlink(cache_of(m));
+	put_bytes(cache_of(m), size, 100, 0x77, 8);
+	{
+		int fd = open(cache_of(m), O_WRONLY);
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pwrite(fd, m == PMEM ? "WCFORMAT" : "WCBFORMT", 8, 0), 8);
+		close(fd);
+	}
+	{
+		wc_cache *c = NULL;
+
+		ct_assert_err(wc_open(&c, cache_of(m), origin_path, NULL), -ENODATA);
+		ck_assert_ptr_nonnull(strstr(wc_errmsg(), "did not complete"));
+	}
+	create_ok(m, NULL);
+}
+
+START_TEST(test_create_refuses_data_pmem)
+{
+	refuses_data(PMEM);
+}
+END_TEST
+
+START_TEST(test_create_refuses_data_block)
+{
+	refuses_data(BLOCK);
+}
+END_TEST
+
+/* A cache on one medium is not formatted over by a create on the other. */
+START_TEST(test_create_refuses_other_medium)
+{
+	struct wc_config cfg;
+	wc_cache *c = NULL;
+
+	create_ok(BLOCK, NULL);
+	config(&cfg, PMEM, "force=1");
+	ct_assert_err(wc_create(&c, cache_of(BLOCK), origin_path, &cfg), -EEXIST);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "valid cache on a block medium"));
+	/* and the other way round (a pmem cache on a disk file is unusual,
+	 * but it is a cache) */
+	unlink(cache_of(BLOCK));
+	config(&cfg, PMEM, NULL);
+	ck_assert_int_eq(wc_create(&c, cache_of(BLOCK), origin_path, &cfg), 0);
+	ck_assert_int_eq(wc_close(c), 0);
+	config(&cfg, BLOCK, "force=1");
+	ct_assert_err(wc_create(&c, cache_of(BLOCK), origin_path, &cfg), -EEXIST);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "already holds a valid cache ("));
+}
+END_TEST
+
+/* ------------------------------------------------------ too small, cut short */
+
+static void too_small(enum medium m)
+{
+	static const uint64_t sizes[] = { 100, 6000, 200 * 1024 };
+	struct wc_config cfg;
+	wc_cache *c = NULL;
+
+	for (unsigned i = 0; i < 3; i++) {
+		if (m == PMEM && sizes[i] > 8192 + BS)
+			continue; /* holds a pmem cache */
+		unlink(cache_of(m));
+		put_bytes(cache_of(m), sizes[i], 0, 0, 1);
+		wc_config_init(&cfg);
+		ck_assert_int_eq(wc_config_parse(&cfg, m == PMEM ? "medium=pmem" : "medium=block"), 0);
+		ct_assert_err(wc_create(&c, cache_of(m), origin_path, &cfg), -EINVAL);
+		ck_assert_msg(strstr(wc_errmsg(), "too small") && strstr(wc_errmsg(), "at least"),
+		              "%llu bytes: %s", (unsigned long long)sizes[i], wc_errmsg());
+	}
+	/* A cache cut short is damage. */
+	unlink(cache_of(m));
+	create_ok(m, NULL);
+	ck_assert_int_eq(truncate(cache_of(m), 1 * MiB), 0);
+	ct_assert_err(wc_open(&c, cache_of(m), origin_path, NULL), -EUCLEAN);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "truncated"));
+	if (m == PMEM) {
+		ck_assert_int_eq(truncate(cache_of(m), 1000), 0);
+		ct_assert_err(wc_open(&c, cache_of(m), origin_path, NULL), -EUCLEAN);
+		ck_assert_int_eq(truncate(cache_of(m), 0), 0);
+		ct_assert_err(wc_open(&c, cache_of(m), origin_path, NULL), -ENODATA);
+	}
+}
+
+START_TEST(test_too_small_pmem)
+{
+	too_small(PMEM);
+}
+END_TEST
+
+START_TEST(test_too_small_block)
+{
+	too_small(BLOCK);
+}
+END_TEST
+
 static Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -196,6 +390,16 @@ static Suite *api_suite(void)
 	tcase_add_test(t, test_parse_all_or_nothing);
 	tcase_add_test(t, test_block_size_default_pmem);
 	tcase_add_test(t, test_block_size_default_block);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("create");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_create_refuses_data_pmem);
+	tcase_add_test(t, test_create_refuses_data_block);
+	tcase_add_test(t, test_create_refuses_other_medium);
+	tcase_add_test(t, test_too_small_pmem);
+	tcase_add_test(t, test_too_small_block);
 	suite_add_tcase(s, t);
 
 	return s;

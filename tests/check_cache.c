@@ -223,9 +223,9 @@ START_TEST(test_bad_create_open)
 	ck_assert_int_eq(truncate(origin_path, 8 << 20), 0);
 	ct_assert_err(wc_open(&c, cache_path, origin_path, NULL), -EINVAL);
 	ck_assert_int_eq(truncate(origin_path, 16 << 20), 0);
-	/* a truncated cache file */
+	/* a truncated cache file: damage */
 	ck_assert_int_eq(truncate(cache_path, 1 << 20), 0);
-	ct_assert_err(wc_open(&c, cache_path, origin_path, NULL), -EFBIG);
+	ct_assert_err(wc_open(&c, cache_path, origin_path, NULL), -EUCLEAN);
 	/* a never-formatted file, a foreign file */
 	ct_make_file(foreign, sizeof(foreign), "zero.pmem", 4 << 20);
 	ct_assert_err(wc_open(&c, foreign, origin_path, NULL), -ENODATA);
@@ -233,16 +233,18 @@ START_TEST(test_bad_create_open)
 	ck_assert_int_eq(pwrite(fd, "GIF89a, not a cache", 19, 0), 19);
 	close(fd);
 	ct_assert_err(wc_open(&c, foreign, origin_path, NULL), -EILSEQ);
-	/* a cache file too small for one block */
+	/* a cache file too small for one block: the caller's mistake, with
+	 * the smallest size in the message */
 	ct_make_file(small, sizeof(small), "small.pmem", 6000);
 	wc_config_init(&cfg);
-	ct_assert_err(wc_create(&c, small, origin_path, &cfg), -ENOSPC);
+	ct_assert_err(wc_create(&c, small, origin_path, &cfg), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(wc_errmsg(), "at least"));
 	/* ... which stays: the create did not make it */
 	ck_assert_int_eq(access(small, F_OK), 0);
 	/* a create that made the file and then failed leaves none behind */
 	ck_assert_int_eq(unlink(small), 0);
 	cfg.cache_size = 6000;
-	ct_assert_err(wc_create(&c, small, origin_path, &cfg), -ENOSPC);
+	ct_assert_err(wc_create(&c, small, origin_path, &cfg), -EINVAL);
 	ck_assert_msg(access(small, F_OK) != 0 && errno == ENOENT,
 	              "a failed create left %s behind", small);
 	/* cache_size smaller than the file there: refused, the file untouched */

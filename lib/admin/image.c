@@ -164,7 +164,7 @@ int wcadm_image_open(struct wcadm_image *img, const char *path)
 	if (ret)
 		return fail(img, ret);
 	/* Another medium's layout: image_block.c reads it. */
-	if (img->raw->sb.magic == WC_BLK_MAGIC) {
+	if (img->raw->sb.magic == WC_BLK_MAGIC || img->raw->sb.magic == WC_BLK_MAGIC_FORMATTING) {
 		img->block = true;
 		return wc_err(-EMEDIUMTYPE, "%s: a cache on the block medium, not on pmem", path);
 	}

@@ -244,7 +244,7 @@ static int blk_geometry(struct wc_cache *c)
 static int blk_create(struct wc_cache *c, uint64_t origin_size, const char *reason)
 {
 	struct wc_pmem_origin_id id;
-	struct wc_blk_sb *sb;
+	void *head;
 	int ret;
 
 	ret = blk_new(c);
@@ -253,19 +253,23 @@ static int blk_create(struct wc_cache *c, uint64_t origin_size, const char *reas
 	if (ret)
 		return ret;
 	snprintf(c->blk->reason, sizeof(c->blk->reason), "%s", reason);
-	sb = wc_blk_alloc_buf(c, WC_BLK_UNIT);
-	if (!sb)
-		return wc_err(-ENOMEM, "%s: superblock buffer", c->cache_path);
-	ret = c->blk->dev_bytes >= WC_BLK_UNIT ? wc_blk_pread(c, sb, WC_BLK_UNIT, 0, "superblock") : -1;
-	if (ret == 0 && wc_blk_sb_check(sb, c->blk->dev_bytes, c->cache_path) == 0) {
-		ret = wc_err(-EEXIST, "%s already holds a valid cache on a block medium (%llu segments "
-		             "of %llu bytes); open it, or wipe its first 4 KiB to reformat",
-		             c->cache_path, (unsigned long long)sb->n_segments,
-		             (unsigned long long)sb->seg_bytes);
-		free(sb);
-		return ret;
+	{
+		/* Whole units: the device's logical block divides them. */
+		size_t len = c->blk->dev_bytes < WC_FORMAT_PROBE_BYTES ? (size_t)c->blk->dev_bytes
+		                                                       : WC_FORMAT_PROBE_BYTES;
+
+		len -= len % WC_BLK_UNIT;
+		head = wc_blk_alloc_buf(c, len ? len : WC_BLK_UNIT);
+		if (!head)
+			return wc_err(-ENOMEM, "%s: buffer for the first %zu bytes", c->cache_path, len);
+		ret = len ? wc_blk_pread(c, head, len, 0, "the bytes a format overwrites") : 0;
+		if (!ret)
+			ret = wc_format_target_check(head, len, c->blk->dev_bytes, c->cache_path,
+			                             c->cfg.force);
+		free(head);
+		if (ret)
+			return ret;
 	}
-	free(sb);
 	ret = wc_blk_geom_compute(&c->blk->g, c->blk->dev_bytes, c->cfg.block_size, c->blk->lba,
 	                          c->cache_path);
 	if (!ret)
@@ -387,7 +391,6 @@ static int create_locked(wc_cache **out, const char *cache_path, struct wc_origi
                          const struct wc_config *cfg, int locked_fd)
 {
 	struct wc_cache *c;
-	struct wc_pmem_sb *sb;
 	struct wc_pmem_origin_id id;
 	uint64_t origin_size;
 	int ret;
@@ -422,13 +425,11 @@ static int create_locked(wc_cache **out, const char *cache_path, struct wc_origi
 	ret = wc_map_open(c, true, c->cfg.cache_size);
 	if (ret)
 		goto fail;
-	sb = wc_sb(c->base);
-	if (wc_sb_validate(sb, c->map_len, cache_path, &c->layout) == 0) {
-		ret = wc_err(-EEXIST, "%s already holds a valid cache (%llu blocks of %u bytes); "
-		             "open it, or wipe its first 4 KiB to reformat", cache_path,
-		             (unsigned long long)sb->n_blocks, sb->block_size);
+	ret = wc_format_target_check(c->base, c->map_len < WC_FORMAT_PROBE_BYTES ? c->map_len
+	                                                                      : WC_FORMAT_PROBE_BYTES,
+	                             c->map_len, cache_path, c->cfg.force);
+	if (ret)
 		goto fail;
-	}
 	ret = wc_layout_compute(&c->layout, c->map_len, c->cfg.block_size);
 	if (ret) {
 		ret = wc_err(ret, "%s: %s", cache_path, wc_errmsg());

@@ -109,6 +109,11 @@ static int64_t fill_unwritten(struct wc_cache *c, uint64_t size)
 		q->fm_start = pos;
 		q->fm_length = size - pos;
 		q->fm_extent_count = N_EXT;
+		/* Written back first: an extent still unwritten on disk may hold
+		 * data in the page cache (written through a mapping, or buffered
+		 * and not yet flushed), which zeros written here would destroy
+		 * -- before wc_create could even see it and refuse the file. */
+		q->fm_flags = FIEMAP_FLAG_SYNC;
 		if (ioctl(b->fd, FS_IOC_FIEMAP, q) < 0) {
 			if (errno != EOPNOTSUPP && errno != ENOTTY && errno != EINVAL)
 				ret = wc_err_sys(-errno, "%s: FIEMAP at %llu", c->cache_path,
@@ -517,7 +522,9 @@ bool wc_blk_is_block_image(const char *path)
 
 	if (fd < 0)
 		return false;
-	yes = pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) && magic == WC_BLK_MAGIC;
+	/* A format that did not complete too: the block medium names it. */
+	yes = pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	      (magic == WC_BLK_MAGIC || magic == WC_BLK_MAGIC_FORMATTING);
 	close(fd);
 	return yes;
 }

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "block/format.h"
@@ -44,9 +45,11 @@ int wc_blk_geom_compute(struct wc_blk_geom *g, uint64_t bytes, uint32_t block_si
 	g->seg_start = WC_BLK_SEG_START;
 	/* A segment holds at least 8 records of a block each and its summary. */
 	min_seg = round_up(8ull * (block_size + lba) + 2 * WC_BLK_UNIT, 65536);
+	/* The caller's file is short, not the file system: -EINVAL. */
 	if (bytes < g->seg_start + WC_BLK_MIN_SEGMENTS * min_seg)
-		return wc_err(-ENOSPC, "%s: %llu bytes is too small for a cache on a block medium with "
-		              "%u-byte blocks (at least %llu)", path, (unsigned long long)bytes, block_size,
+		return wc_err(-EINVAL, "%s: %llu bytes are too small for a cache on a block medium with "
+		              "%u-byte blocks: it takes %llu bytes at least", path, (unsigned long long)bytes,
+		              block_size,
 		              (unsigned long long)(g->seg_start + WC_BLK_MIN_SEGMENTS * min_seg));
 	avail = bytes - g->seg_start;
 	/* 16 MiB segments (dm-pcache's), fewer only on a small device: at
@@ -93,6 +96,9 @@ int wc_blk_sb_check(const struct wc_blk_sb *sb, uint64_t bytes, const char *path
 {
 	struct wc_blk_geom g;
 
+	if (sb->magic == WC_BLK_MAGIC_FORMATTING)
+		return wc_err(-ENODATA, "%s: no cache here: a format on a block medium that did not "
+		              "complete (wc_create was interrupted); create it again", path);
 	if (sb->magic != WC_BLK_MAGIC)
 		return wc_err(-EILSEQ, "%s: not a libwcache cache on a block medium (bad magic)", path);
 	if (sb->version != WC_BLK_VERSION)
@@ -121,8 +127,8 @@ int wc_blk_sb_check(const struct wc_blk_sb *sb, uint64_t bytes, const char *path
 		return wc_err(-EUCLEAN, "%s: superblock origin_size %llu is invalid", path,
 		              (unsigned long long)sb->origin_size);
 	if (sb->seg_start + sb->n_segments * sb->seg_bytes > bytes)
-		return wc_err(-EFBIG, "%s: %llu bytes, but the cache was formatted for %llu "
-		              "(truncated?)", path, (unsigned long long)bytes,
+		return wc_err(-EUCLEAN, "%s: truncated: %llu bytes, but the cache was formatted for %llu",
+		              path, (unsigned long long)bytes,
 		              (unsigned long long)(sb->seg_start + sb->n_segments * sb->seg_bytes));
 	return 0;
 }
@@ -179,4 +185,57 @@ uint32_t wc_blk_sum_crc(const struct wc_blk_sum_head *h, const struct wc_blk_sum
 
 	c.crc = 0;
 	return wc_crc32c(wc_crc32c(0, &c, sizeof(c)), e, (size_t)h->n * sizeof(*e));
+}
+
+/*
+ * What a create finds where it would format.  Both media's layouts are read
+ * here (a create on one medium must not format over a cache on the other),
+ * and anything else is data: wc_create used to format every file that was
+ * not a valid cache, a mistyped path being enough to lose a file system.
+ */
+int wc_format_target_check(const void *head, size_t len, uint64_t size, const char *path, bool force)
+{
+	const unsigned char *p = head;
+	struct wc_layout l;
+	uint64_t magic = 0;
+	char what[400];
+	size_t i;
+
+	if (len >= sizeof(magic))
+		memcpy(&magic, head, sizeof(magic));
+	if (magic == WC_MAGIC_FORMATTING || magic == WC_BLK_MAGIC_FORMATTING)
+		return 0;
+	if (magic == WC_MAGIC && len >= sizeof(struct wc_pmem_sb)) {
+		const struct wc_pmem_sb *sb = head;
+
+		if (wc_sb_validate(sb, size, path, &l) == 0)
+			return wc_err(-EEXIST, "%s already holds a valid cache (%llu blocks of %u bytes); "
+			              "open it, or remove it to make another (a device: wipe its first "
+			              "MiB); force=1 does not format over a cache", path,
+			              (unsigned long long)sb->n_blocks, sb->block_size);
+		snprintf(what, sizeof(what), "a libwcache cache that does not open (%s)", wc_errmsg());
+	} else if (magic == WC_BLK_MAGIC && len >= sizeof(struct wc_blk_sb)) {
+		const struct wc_blk_sb *sb = head;
+
+		if (wc_blk_sb_check(sb, size, path) == 0)
+			return wc_err(-EEXIST, "%s already holds a valid cache on a block medium (%llu "
+			              "segments of %llu bytes); open it, or remove it to make another (a "
+			              "device: wipe its first MiB); force=1 does not format over a cache",
+			              path, (unsigned long long)sb->n_segments,
+			              (unsigned long long)sb->seg_bytes);
+		snprintf(what, sizeof(what), "a libwcache cache on a block medium that does not open (%s)",
+		         wc_errmsg());
+	} else {
+		for (i = 0; i < len && !p[i]; i++)
+			;
+		if (i == len)
+			return 0;
+		snprintf(what, sizeof(what), "data that is not a cache (byte %zu is 0x%02x; the first "
+		         "%zu bytes, where a cache's superblock and metadata go, are not all zero)",
+		         i, p[i], len);
+	}
+	if (force)
+		return 0;
+	return wc_err(-EEXIST, "%s holds %s: formatting would destroy it; set force=1 (wcctl create "
+	              "--force) to format it anyway", path, what);
 }

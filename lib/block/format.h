@@ -41,6 +41,9 @@
 #include "core/format.h"
 
 #define WC_BLK_MAGIC 0x314b434f4c424357ull     /* "WCBLOCK1" read as bytes */
+/* The superblock's magic while a format runs (WC_MAGIC_FORMATTING's
+ * counterpart): written alone and synced before anything else. */
+#define WC_BLK_MAGIC_FORMATTING 0x544d524f46424357ull /* "WCBFORMT" */
 #define WC_BLK_VERSION 1u
 #define WC_BLK_UNIT 4096u
 #define WC_BLK_STATE_OFFSET 4096u              /* two slots, one unit each */
@@ -154,10 +157,11 @@ void wc_blk_geom_from_sb(struct wc_blk_geom *g, const struct wc_blk_sb *sb);
 
 uint32_t wc_blk_sb_crc(const struct wc_blk_sb *sb);
 uint32_t wc_blk_state_crc(const struct wc_blk_state *st);
-/* Check a superblock read from a device of `bytes` bytes: 0, or -EILSEQ (not
- * a block-medium cache), -EPROTO (version), -EBADMSG (CRC), -EUCLEAN
- * (inconsistent geometry), -EFBIG (the device is smaller than the format),
- * with a message naming `path` and the field. */
+/* Check a superblock read from a device of `bytes` bytes: 0, or -ENODATA (a
+ * format that did not complete), -EILSEQ (not a block-medium cache),
+ * -EPROTO (version), -EBADMSG (CRC), -EUCLEAN (inconsistent geometry, or
+ * the device smaller than the format: damage either way), with a message
+ * naming `path` and the field. */
 int wc_blk_sb_check(const struct wc_blk_sb *sb, uint64_t bytes, const char *path);
 bool wc_blk_state_intact(const struct wc_blk_state *st);
 /* The slot in force of the two (newest intact), or -1. */
@@ -176,6 +180,22 @@ static inline uint64_t wc_blk_seg_offset(const struct wc_blk_geom *g, uint64_t s
 {
 	return g->seg_start + (seg % g->n_segments) * g->seg_bytes;
 }
+
+/* The bytes wc_create looks at before it formats: where either medium's
+ * superblock and metadata go, and where most other formats keep their
+ * labels (partition tables, file systems' superblocks -- btrfs's at 64 KiB
+ * --, LVM and md labels). */
+#define WC_FORMAT_PROBE_BYTES (1u << 20)
+
+/* Before a format, what is there: `head` holds the first `len` bytes (up to
+ * WC_FORMAT_PROBE_BYTES) of the file or device, `size` bytes in all.  0 to
+ * format: all zero, or a format of either medium that did not complete.
+ * -EEXIST + a message naming `path` and what was found: a cache of either
+ * medium that opens, whatever `force` says (a cache is destroyed by
+ * removing it, never by a create); and unless `force`, anything else --
+ * data that is not a cache (the offset of its first byte that is not zero),
+ * or a cache that does not open (damaged, another version). */
+int wc_format_target_check(const void *head, size_t len, uint64_t size, const char *path, bool force);
 
 /* medium=auto: is this path for the block medium?  (create: the mapping's
  * granularity is page and nothing forced it; open: the magic, read by

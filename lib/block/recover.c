@@ -53,17 +53,22 @@ int wc_blk_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem
 	sb->crc = wc_blk_sb_crc(sb);
 	b->cache_id = sb->cache_id;
 
-	/* Everything but the superblock first, then the superblock alone: a
-	 * crash before it leaves no cache (and whatever was there refuses to
-	 * open as one, its magic gone first).  Records of an earlier format
+	/* The format's own magic first, synced before anything else is
+	 * written: whatever was there no longer opens as a cache, and a crash
+	 * from here on leaves a file that says it is a format of ours, which a
+	 * create formats again without being forced.  Then everything but the
+	 * superblock, then the superblock alone.  Records of an earlier format
 	 * carry its cache_id and never count. */
 	{
 		void *u = wc_blk_alloc_buf(c, WC_BLK_UNIT);
+		const uint64_t mark = WC_BLK_MAGIC_FORMATTING;
 
 		if (!u)
 			return wc_err(-ENOMEM, "%s: format buffer", c->cache_path);
 		memset(u, 0, WC_BLK_UNIT);
-		ret = wc_blk_pwrite(c, u, WC_BLK_UNIT, 0, false, "format");
+		memcpy(u, &mark, sizeof(mark));
+		ret = wc_blk_pwrite(c, u, WC_BLK_UNIT, 0, true, "format");
+		memset(u, 0, WC_BLK_UNIT);
 		for (unsigned i = 0; i < 2 && !ret; i++)
 			ret = wc_blk_pwrite(c, u, WC_BLK_UNIT, WC_BLK_STATE_OFFSET + i * WC_BLK_UNIT, false,
 			                    "format");

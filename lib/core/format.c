@@ -3,11 +3,11 @@
  * format.c -- the on-pmem format: layout math and superblock validation
  * (pure: no I/O), and wc_format, which writes a fresh one.
  *
- * Format (torn-safe): zero the magic and drain; write the entries (all
- * NONE), the superblock's static fields with their CRC, seq_count = 0 and
- * two empty commit records; drain; only then store the magic and drain.  A
- * crash anywhere before the last drain leaves a file that wc_open refuses
- * as "never formatted".
+ * Format (torn-safe): store WC_MAGIC_FORMATTING and drain; write the
+ * entries (all NONE), the superblock's static fields with their CRC,
+ * seq_count = 0 and two empty commit records; drain; only then store the
+ * magic and drain.  A crash anywhere before the last drain leaves a file
+ * that wc_open refuses as "no cache here" and wc_create formats again.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -40,8 +40,9 @@ int wc_layout_for_blocks(struct wc_layout *out, uint64_t n_blocks, uint32_t bloc
 	if (!block_size_ok(block_size))
 		return wc_err(-EINVAL, "block size %u: must be a power of two in %u..%u",
 		              block_size, WC_MIN_BLOCK, WC_MAX_BLOCK);
-	if (n_blocks == 0 || n_blocks > (UINT64_MAX - WC_SB_REGION) / 16 / 2 ||
-	    n_blocks >= UINT32_MAX)
+	if (n_blocks == 0)
+		return wc_err(-EINVAL, "0 blocks: a cache holds one at least");
+	if (n_blocks > (UINT64_MAX - WC_SB_REGION) / 16 / 2 || n_blocks >= UINT32_MAX)
 		return wc_err(-EFBIG, "%llu blocks: outside 1..%u",
 		              (unsigned long long)n_blocks, UINT32_MAX - 1);
 	meta = WC_SB_REGION + n_blocks * sizeof(struct wc_pmem_entry);
@@ -80,8 +81,13 @@ int wc_layout_compute(struct wc_layout *out, uint64_t file_size, uint32_t block_
 			return 0;
 	}
 too_small:
-	return wc_err(-ENOSPC, "%llu bytes hold no %u-byte block (superblock %u + entry 16 + block)",
-	              (unsigned long long)file_size, block_size, WC_SB_REGION);
+	/* The caller's file, not the file system, is short: -EINVAL, where
+	 * -ENOSPC would read as a full disk. */
+	ret = wc_layout_for_blocks(out, 1, block_size);
+	return wc_err(-EINVAL, "%llu bytes are too small for a cache of %u-byte blocks: it takes "
+	              "%llu bytes at least (superblock %u, entries, one block)",
+	              (unsigned long long)file_size, block_size,
+	              ret ? 0ull : (unsigned long long)out->bytes_used, WC_SB_REGION);
 }
 
 uint32_t wc_sb_crc(const struct wc_pmem_sb *sb)
@@ -204,8 +210,12 @@ int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *
 	uint64_t magic = sb->magic;
 
 	if (file_size < WC_SB_REGION)
-		return wc_err(-EFBIG, "%s: %llu bytes, smaller than the %u-byte superblock (truncated?)",
-		              path, (unsigned long long)file_size, WC_SB_REGION);
+		return wc_err(-EUCLEAN, "%s: %llu bytes, smaller than the %u-byte superblock: a cache "
+		              "cut short (truncated), or no cache", path, (unsigned long long)file_size,
+		              WC_SB_REGION);
+	if (magic == WC_MAGIC_FORMATTING)
+		return wc_err(-ENODATA, "%s: no cache here: a format that did not complete (wc_create "
+		              "was interrupted); create it again", path);
 	if (magic == 0 && sb->version == 0)
 		return wc_err(-ENODATA, "%s: no cache here (magic is zero: never formatted, or the format was torn)", path);
 	if (magic != WC_MAGIC)
@@ -214,7 +224,8 @@ int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *
 	if (sb->version == 1)
 		return wc_err(-EPROTO, "%s: format version 1 at offset 8 (an earlier libwcache, committed with "
 		                       "seq_count alone); this library reads version %u: drain it with that "
-		                       "library's 'wcctl writeback', then re-create it with 'wcctl create'",
+		                       "library's 'wcctl writeback', then re-create it with 'wcctl create "
+		                       "--force'",
 		              path, WC_FORMAT_VERSION);
 	if (sb->version != WC_FORMAT_VERSION && sb->version != WC_FORMAT_VERSION_NO_IDENTITY)
 		return wc_err(-EPROTO, "%s: format version %u at offset 8, this library reads versions %u and %u",
@@ -233,7 +244,7 @@ int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *
 		return wc_err(-EUCLEAN, "%s: origin size %llu in superblock is not a positive multiple of block size %u",
 		              path, (unsigned long long)sb->origin_size, sb->block_size);
 	if (l->bytes_used > file_size)
-		return wc_err(-EFBIG, "%s: truncated: the superblock needs %llu bytes, the file has %llu",
+		return wc_err(-EUCLEAN, "%s: truncated: the superblock needs %llu bytes, the file has %llu",
 		              path, (unsigned long long)l->bytes_used, (unsigned long long)file_size);
 	if (sb->seq_count >= WC_SEQ_MAX)
 		return wc_err(-EUCLEAN, "%s: commit counter seq_count %llu at offset %u is out of range (>= 2^63)",
@@ -248,8 +259,9 @@ int wc_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem_ori
 	struct timespec now;
 	FILE *ur;
 
-	/* A previous cache's magic must not survive a torn format. */
-	wc_persist_store8(&c->fp, &sb->magic, 0);
+	/* First and alone: what was there no longer reads as a cache, and a
+	 * torn format reads as one of ours that a new create may overwrite. */
+	wc_persist_store8(&c->fp, &sb->magic, WC_MAGIC_FORMATTING);
 	wc_persist_drain(&c->fp);
 
 	memset(&img, 0, sizeof(img));

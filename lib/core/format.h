@@ -25,6 +25,11 @@
 #endif
 
 #define WC_MAGIC 0x3130454843414357ull /* "WCACHE01" read as bytes */
+/* The magic while a format runs: stored and drained before anything else
+ * it writes, so whatever a crash leaves of a format says whose it is, and
+ * wc_create formats over it without being forced (a format starts only
+ * over zeros, over one of these, or over what the caller forced it over). */
+#define WC_MAGIC_FORMATTING 0x54414d524f464357ull /* "WCFORMAT" */
 #define WC_FORMAT_VERSION 3u
 /* Version 2 differs only in having no origin identity written at format:
  * such a cache is read as it is and records the identity of the origin it
@@ -247,19 +252,21 @@ struct wc_layout {
 	uint64_t bytes_used;     /* data_offset + n_blocks * block_size */
 };
 
-/* Largest layout that fits `file_size` bytes.  -EINVAL (bad block size),
- * -ENOSPC (not even one block fits), with a message. */
+/* Largest layout that fits `file_size` bytes.  -EINVAL (bad block size, or
+ * not even one block fits: the message gives the smallest size). */
 int wc_layout_compute(struct wc_layout *out, uint64_t file_size, uint32_t block_size);
-/* The layout a given n_blocks needs (checks overflow). */
+/* The layout a given n_blocks needs: -EINVAL for 0, -EFBIG for more than a
+ * cache holds or a size past 64 bits. */
 int wc_layout_for_blocks(struct wc_layout *out, uint64_t n_blocks, uint32_t block_size);
 
 uint32_t wc_sb_crc(const struct wc_pmem_sb *sb);
 
 /* Validate a mapped superblock against the file it sits in.  0, or a
  * negative errno with a message naming `path` and the failing field:
- * -ENODATA (never formatted: magic and version zero), -EILSEQ (foreign
- * file / bad magic), -EPROTO (version), -EBADMSG (CRC), -EUCLEAN (fields
- * inconsistent), -EFBIG (truncated file). */
+ * -ENODATA (never formatted: magic and version zero; or a format that did
+ * not complete), -EILSEQ (foreign file / bad magic), -EPROTO (version),
+ * -EBADMSG (CRC), -EUCLEAN (fields inconsistent, or the file cut short:
+ * damage either way). */
 int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *path,
                    struct wc_layout *layout_out);
 

@@ -109,9 +109,21 @@ int wc_map_open(struct wc_cache *c, bool create, uint64_t create_size)
 	ret = pmem2_source_size(c->src, &size);
 	if (ret)
 		return pmem2_fail(c, ret, "pmem2_source_size");
+	if (size < WC_SB_REGION && create) {
+		struct wc_layout l;
+
+		/* The caller's file is short, not the file system: -EINVAL. */
+		ret = wc_layout_for_blocks(&l, 1, c->cfg.block_size);
+		return wc_err(-EINVAL, "%s: %zu bytes are too small for a cache of %u-byte blocks: it "
+		              "takes %llu bytes at least (set cache_size, or give a larger file)",
+		              c->cache_path, size, c->cfg.block_size,
+		              ret ? 0ull : (unsigned long long)l.bytes_used);
+	}
+	if (size == 0)
+		return wc_err(-ENODATA, "%s: no cache here (an empty file)", c->cache_path);
 	if (size < WC_SB_REGION)
-		return wc_err(create ? -ENOSPC : -EFBIG, "%s: %zu bytes, too small for a cache (superblock alone is %u)",
-		              c->cache_path, size, WC_SB_REGION);
+		return wc_err(-EUCLEAN, "%s: %zu bytes, smaller than a cache's %u-byte superblock: a "
+		              "cache cut short (truncated), or no cache", c->cache_path, size, WC_SB_REGION);
 	ret = pmem2_config_new(&cfg);
 	if (ret)
 		return pmem2_fail(c, ret, "pmem2_config_new");

@@ -93,7 +93,8 @@ static void usage(FILE *f)
 	        "  --cache-size B     (default 1G)\n"
 	        "  --origin PATH      origin file (default /dev/shm/wcbench.origin)\n"
 	        "  --origin-size B    (default 4G, sparse)\n"
-	        "  --force            overwrite existing cache/origin files\n"
+	        "  --force            overwrite existing cache/origin files (format a cache\n"
+	        "                     device that holds data: force=1)\n"
 	        "  --keep             keep the files afterwards (default: removed)\n"
 	        "  --no-prefill       do not write the working set before measuring\n"
 	        "  --no-floor         skip the cost floor (and the locked floor)\n"
@@ -254,6 +255,10 @@ static int open_cache(struct run_ctx *x)
 	}
 	if (x->cache_ours && !cfg.cache_size)
 		cfg.cache_size = x->o.cache_size;
+	/* A device is used as it is: --force lets the run format one that
+	 * holds data (a file it removed and made anew). */
+	if (x->o.force)
+		cfg.force = 1;
 	ret = wc_create(&x->c, x->o.cache_path, x->o.origin_path, &cfg);
 	if (ret) {
 		fprintf(stderr, "wcbench run: wc_create: %s\n", wc_errmsg());

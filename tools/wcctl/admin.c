@@ -46,17 +46,20 @@ static bool read_commit(const char *path, struct wcadm_image *img)
 static void create_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: wcctl create CACHE ORIGIN [--options STRING] [--size BYTES]\n"
+	        "usage: wcctl create CACHE ORIGIN [--options STRING] [--size BYTES] [--force]\n"
 	        "Format CACHE (a file on pmem/DAX, /dev/shm for development, or with\n"
 	        "medium=auto or medium=block a disk file or device: the block medium) as a new\n"
 	        "cache in front of ORIGIN: a file, a block device or an NBD URI\n"
 	        "(nbd://HOST[:PORT]/EXPORT, nbd+unix:///EXPORT?socket=PATH).  Refuses a CACHE\n"
-	        "that already holds a valid cache.\n\n"
+	        "that already holds a valid cache, and one whose first MiB holds anything but\n"
+	        "zeros (data that is not a cache, a damaged cache) unless --force.\n\n"
 	        "  --options S  configuration, \"key=value,...\" (block_size=4096, high_watermark,\n"
 	        "               low_watermark, writeback_jobs, autocommit_blocks, autocommit_ms,\n"
 	        "               max_age_ms, cleaner, fua, pmem_threshold, pmem_force, ...;\n"
 	        "               see libwcache(3))\n"
 	        "  --size B     create CACHE, or grow it, to B bytes\n"
+	        "  --force      format CACHE even if it holds data that is not a cache (never\n"
+	        "               over a valid cache: remove that first)\n"
 	        "  --help\n\n"
 	        WCT_SIZE_HELP);
 }
@@ -69,12 +72,13 @@ int wcctl_create(int argc, char **argv)
 	struct wc_stats st;
 	wc_cache *c;
 	char s1[32], s2[32], uuid[40], granularity[16], idbuf[1024], reason[256];
-	bool block;
+	bool block, force = false;
 	uint32_t bs;
 	uint64_t addressable;
 	const struct wct_opt opts[] = {
 		WCT_OPT_STR("options", &options),
 		WCT_OPT_STR("size", &size),
+		WCT_OPT_FLAG("force", &force),
 		WCT_OPT_END,
 	};
 	int ret;
@@ -86,6 +90,8 @@ int wcctl_create(int argc, char **argv)
 		return ret;
 	cache = argv[optind];
 	origin = argv[optind + 1];
+	if (force)
+		cfg.force = 1;
 
 	ret = wc_create(&c, cache, origin, &cfg);
 	if (ret) {
