@@ -411,7 +411,14 @@ int wc_close(wc_cache *c);
 /* Offsets and lengths are multiples of the block size and inside the origin,
  * else -EINVAL touching nothing.  A write that returned is readable at once by
  * every thread; it is durable after a later wc_flush() returned 0, or at
- * return with WC_FUA. */
+ * return with WC_FUA.
+ * Buffers may sit at any address, on both media, for hits, misses and
+ * writes around the cache: what the cache copies needs no alignment, and
+ * where O_DIRECT would read or write the buffer itself (a miss read from the
+ * origin, a read hit on the block medium, a write around to the origin) an
+ * unaligned one goes through an aligned bounce buffer.  A buffer aligned to
+ * 4096 bytes (or the origin's and the device's logical block size, 512 or
+ * 4096) spares that copy. */
 ssize_t wc_write(wc_cache *c, const void *buf, size_t len, uint64_t offset, unsigned flags);
 ssize_t wc_read(wc_cache *c, void *buf, size_t len, uint64_t offset);
 /* Commit: every write completed before the call is durable when it returns.

@@ -5,7 +5,7 @@
  * the run-time version, a config that a failed parse leaves as it was,
  * wc_config_init's block size at create and at open, what wc_create
  * formats (and, without force, what it refuses), the errno of a cache file
- * too small or cut short.
+ * too small or cut short, and buffers at any address.
  *
  * The block medium's files go under WC_TEST_DISK_DIR (default /var/tmp:
  * O_DIRECT needs a disk file system); the pmem ones in the scratch folder
@@ -43,6 +43,7 @@ static const char *cache_of(enum medium m)
 static void setup(void)
 {
 	const char *dir = getenv("WC_TEST_DISK_DIR");
+	int fd;
 
 	ct_make_file(origin_path, sizeof(origin_path), "origin", ORIGIN_BYTES);
 	wc_test_path(paths[PMEM], sizeof(paths[PMEM]), "cache.pmem");
@@ -50,6 +51,16 @@ static void setup(void)
 	         dir && *dir ? dir : "/var/tmp", (int)getpid());
 	unlink(paths[PMEM]);
 	unlink(paths[BLOCK]);
+	/* The origin holds known blocks, so a miss shows what it read. */
+	fd = open(origin_path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	for (uint64_t b = 0; b < ORIGIN_BYTES / BS; b++) {
+		char blk[BS];
+
+		ct_fill_block(blk, BS, b, 0);
+		ck_assert_int_eq(pwrite(fd, blk, BS, (off_t)(b * BS)), BS);
+	}
+	close(fd);
 }
 
 static void teardown(void)
@@ -377,6 +388,81 @@ START_TEST(test_too_small_block)
 }
 END_TEST
 
+/* ------------------------------------------------ buffers at any address */
+
+static void unaligned(enum medium m)
+{
+	enum { N = 4 };
+	char *mem = aligned_alloc(4096, (N + 1) * BS);
+	char *buf = mem + 1; /* aligned to nothing */
+	wc_cache *c;
+
+	ck_assert_ptr_nonnull(mem);
+	c = create(m, NULL);
+	/* writes, plain and FUA */
+	for (unsigned i = 0; i < N; i++)
+		ct_fill_block(buf + i * BS, BS, 10 + i, 1);
+	ck_assert_int_eq(wc_write(c, buf, 2 * BS, 10 * BS, 0), 2 * BS);
+	ck_assert_int_eq(wc_write(c, buf + 2 * BS, 2 * BS, 12 * BS, WC_FUA), 2 * BS);
+	ck_assert_int_eq(wc_flush(c), 0);
+	/* read hits, after a reopen too (the block medium reads its device) */
+	for (unsigned pass = 0; pass < 2; pass++) {
+		memset(mem, 0, (N + 1) * BS);
+		ck_assert_int_eq(wc_read(c, buf, N * BS, 10 * BS), N * BS);
+		for (unsigned i = 0; i < N; i++)
+			ck_assert_msg(ct_block_is(buf + i * BS, BS, 10 + i, 1) == 0,
+			              "pass %u: block %u read into an unaligned buffer is wrong", pass, 10 + i);
+		ck_assert_int_eq(wc_close(c), 0);
+		ck_assert_int_eq(wc_open(&c, cache_of(m), origin_path, NULL), 0);
+	}
+	/* read misses: from the origin, through O_DIRECT */
+	memset(mem, 0, (N + 1) * BS);
+	ck_assert_int_eq(wc_read(c, buf, N * BS, 100 * BS), N * BS);
+	for (unsigned i = 0; i < N; i++)
+		ck_assert_msg(ct_block_is(buf + i * BS, BS, 100 + i, 0) == 0,
+		              "block %u missed into an unaligned buffer is wrong", 100 + i);
+	/* a read across hits and misses */
+	memset(mem, 0, (N + 1) * BS);
+	ck_assert_int_eq(wc_read(c, buf, N * BS, 8 * BS), N * BS);
+	for (unsigned i = 0; i < N; i++)
+		ck_assert_int_eq(ct_block_is(buf + i * BS, BS, 8 + i, 8 + i < 10 ? 0 : 1), 0);
+	/* writes around the cache (cleaner mode): to the origin, O_DIRECT */
+	ck_assert_int_eq(wc_set_cleaner(c, true), 0);
+	for (unsigned i = 0; i < N; i++)
+		ct_fill_block(buf + i * BS, BS, 200 + i, 2);
+	ck_assert_int_eq(wc_write(c, buf, N * BS, 200 * BS, 0), N * BS);
+	ck_assert_int_eq(wc_writeback(c), 0);
+	ck_assert_int_eq(wc_close(c), 0);
+	{
+		int fd = open(origin_path, O_RDONLY);
+		char *blk = malloc(BS);
+
+		ck_assert_int_ge(fd, 0);
+		for (unsigned i = 0; i < N; i++) {
+			ck_assert_int_eq(pread(fd, blk, BS, (off_t)(200 + i) * BS), BS);
+			ck_assert_msg(ct_block_is(blk, BS, 200 + i, 2) == 0,
+			              "block %u written around from an unaligned buffer is wrong", 200 + i);
+			ck_assert_int_eq(pread(fd, blk, BS, (off_t)(10 + i) * BS), BS);
+			ck_assert_int_eq(ct_block_is(blk, BS, 10 + i, 1), 0);
+		}
+		free(blk);
+		close(fd);
+	}
+	free(mem);
+}
+
+START_TEST(test_unaligned_buffers_pmem)
+{
+	unaligned(PMEM);
+}
+END_TEST
+
+START_TEST(test_unaligned_buffers_block)
+{
+	unaligned(BLOCK);
+}
+END_TEST
+
 static Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -402,6 +488,12 @@ static Suite *api_suite(void)
 	tcase_add_test(t, test_too_small_block);
 	suite_add_tcase(s, t);
 
+	t = tcase_create("buffers");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_unaligned_buffers_pmem);
+	tcase_add_test(t, test_unaligned_buffers_block);
+	suite_add_tcase(s, t);
 	return s;
 }
 
