@@ -134,6 +134,8 @@ for k in sys.argv[2:]:
     d = d[int(k)] if k.isdigit() else d[k]
 print(d)' "$D/out" "$@"
 }
+# json_keys: the top-level keys, sorted, and those of the "commit" object
+json_keys() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d.get("commit") or {}; print(" ".join(sorted(d)), "|", " ".join(sorted(c)))' "$D/out"; }
 
 cache=$D/cache
 origin=$D/origin
@@ -500,6 +502,13 @@ H=$builddir/tests/hold_cache
 WB=$builddir/tools/wcbench/wcbench
 if [ -x "$H" ]; then
 	run 0 "create a cache to hold open" -- "$W" create "$D/live" "$origin" --size 8M
+	keys_closed=""
+	if [ $have_python = yes ]; then
+		run 0 "status --json of the cache not in use" -- "$W" status --json "$D/live" "$origin"
+		keys_closed=$(json_keys)
+	else
+		skip "status --json of the cache not in use" "no python3"
+	fi
 	mkfifo "$D/hold-in" "$D/hold-out"
 	"$H" "$D/live" "$origin" 5 <"$D/hold-in" >"$D/hold-out" 2>"$D/hold-err" &
 	hold_job=$!
@@ -518,9 +527,14 @@ if [ -x "$H" ]; then
 		run 0 "status --json of a live cache" -- "$W" status --json "$D/live" "$origin"
 		assert "status --json of a live cache: live, with the owner's pid" \
 			test "$(json_get live) $(json_get in_use_by)" = "True $hold_pid"
+		assert "status --json: the same keys live or not" test "$(json_keys)" = "$keys_closed"
+		assert "status --json of a live cache: the owner's counters are null" \
+			test "$(json_get writes) $(json_get status_line) $(json_get dirty_blocks)" = "None None 1"
 	else
 		skip "status --json of a live cache" "no python3"
 		skip "status --json of a live cache: live, with the owner's pid" "no python3"
+		skip "status --json: the same keys live or not" "no python3"
+		skip "status --json of a live cache: the owner's counters are null" "no python3"
 	fi
 	run 0 "check of a live cache" "^state: live, in use by pid $hold_pid" -- "$W" check "$D/live"
 	assert "check of a live cache: clean" grep -q "^result: .*clean (live" "$D/out"

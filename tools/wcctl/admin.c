@@ -193,10 +193,21 @@ struct status_view {
 	char granularity[16], origin_mode[512], origin_identity[1024], medium_reason[256];
 };
 
-static void status_json(const struct status_view *v)
+/*
+ * One schema, opened or live (a program reading it sees the same keys
+ * whether or not another process holds the cache): a cache open elsewhere
+ * is read from the image, without recovery or a byte written, and what
+ * only its owner knows -- the status line, the counters since its open,
+ * its sticky error, the free count it keeps, the medium's reason, the
+ * mapping, the flush policy in force -- is null; after an open of our own,
+ * what only a read of a live image gives (its holder, its entries as of
+ * the read) is null.  `live` is that image, or NULL.
+ */
+static void status_json(const struct status_view *v, const struct wcadm_image *live)
 {
-	const struct wc_stats *st = &v->st;
-	char uuid[40], line[512];
+	const struct wcadm_image *img = live ? live : v->sb_ok ? &v->img : NULL;
+	const struct wc_stats *st = live ? NULL : &v->st;
+	char uuid[40], line[1024];
 	struct wct_json j;
 
 	wct_json_init(&j, stdout);
@@ -204,46 +215,80 @@ static void status_json(const struct status_view *v)
 	wct_json_str(&j, "cache", v->cache);
 	wct_json_str(&j, "origin", v->origin);
 	wct_json_str(&j, "medium", "pmem");
-	wct_json_str(&j, "medium_reason", v->medium_reason);
-	wct_json_bool(&j, "live", false);
-	wct_json_null(&j, "in_use_by");
-	wct_json_str(&j, "status_line", status_line(line, sizeof(line), st));
-	wct_json_int(&j, "error", st->error);
-#define M(name, field) wct_json_u64(&j, name, st->field)
-	M("blocks", blocks); M("free", free_blocks); M("under_writeback", writeback_blocks);
+	wct_json_str(&j, "medium_reason", live ? NULL : v->medium_reason);
+	if (live) {
+		wcctl_json_live(&j, live);
+		wct_json_str(&j, "holder", wcctl_live_str(line, sizeof(line), live));
+	} else {
+		wct_json_bool(&j, "live", false);
+		wct_json_null(&j, "in_use_by");
+		wct_json_null(&j, "holder");
+	}
+	wct_json_str(&j, "status_line", st ? status_line(line, sizeof(line), st) : NULL);
+	if (st)
+		wct_json_int(&j, "error", st->error);
+	else
+		wct_json_null(&j, "error");
+	wct_json_u64(&j, "blocks", live ? live->sb.n_blocks : st->blocks);
+#define M(name, field) (st ? wct_json_u64(&j, name, st->field) : wct_json_null(&j, name))
+	M("free", free_blocks); M("under_writeback", writeback_blocks);
 	M("reads", reads); M("read_hits", read_hits); M("writes", writes);
 	M("write_hits_uncommitted", write_hits_uncommitted);
 	M("write_hits_committed", write_hits_committed); M("writes_around", writes_around);
 	M("writes_allocate", writes_allocate);
 	M("writes_blocked_on_freelist", writes_blocked_on_freelist); M("flushes", flushes);
-	M("discards", discards); M("dirty_blocks", dirty_blocks); M("commits", commits);
+	M("discards", discards);
+	/* Live: the image's committed entries, as of this read. */
+	if (live)
+		wct_json_u64(&j, "dirty_blocks", live->n_committed);
+	else
+		M("dirty_blocks", dirty_blocks);
+	M("commits", commits);
 	M("writeback_ios", writeback_ios); M("writeback_bytes", writeback_bytes);
 	M("writeback_errors", writeback_errors); M("dram_bytes", dram_bytes);
 	M("writeback_window", writeback_window); M("writeback_latency_us", writeback_latency_us);
 	M("writeback_failing_ms", writeback_failing_ms);
 #undef M
-	wct_json_int(&j, "writeback_last_error", st->writeback_last_error);
-	wct_json_u64(&j, "block_size", v->block_size);
-	wct_json_u64(&j, "size", v->size);
-	wct_json_str(&j, "granularity", st->granularity);
-	wct_json_str(&j, "origin_mode", st->origin_mode);
-	wct_json_str(&j, "origin_identity", st->origin_identity);
-	wct_json_str(&j, "uuid", v->sb_ok ? wcctl_uuid_str(uuid, sizeof(uuid), v->img.sb.uuid) : NULL);
-	wct_json_u64(&j, "seq_count", v->sb_ok ? v->img.sb.seq_count : 0);
-	wct_json_u64(&j, "format_time", v->sb_ok ? v->img.sb.format_time : 0);
-	if (v->sb_ok)
-		wcctl_json_commit(&j, "commit", &v->img);
+	if (st)
+		wct_json_int(&j, "writeback_last_error", st->writeback_last_error);
+	else
+		wct_json_null(&j, "writeback_last_error");
+	wct_json_u64(&j, "block_size", live ? live->sb.block_size : v->block_size);
+	wct_json_u64(&j, "size", live ? wcadm_image_origin_size(live) : v->size);
+	wct_json_str(&j, "granularity", st ? st->granularity : NULL);
+	wct_json_str(&j, "origin_mode", st ? st->origin_mode : NULL);
+	wct_json_str(&j, "origin_identity", st ? st->origin_identity
+	                                       : wcctl_identity_str(line, sizeof(line), live));
+	wct_json_str(&j, "uuid", img ? wcctl_uuid_str(uuid, sizeof(uuid), img->sb.uuid) : NULL);
+	wct_json_u64(&j, "seq_count", img ? img->sb.seq_count : 0);
+	wct_json_u64(&j, "format_time", img ? img->sb.format_time : 0);
+	if (img)
+		wcctl_json_commit(&j, "commit", img);
 	else
 		wct_json_null(&j, "commit");
-	if (v->before_ok)
+	if (!live && v->before_ok)
 		wcctl_json_commit(&j, "commit_at_open", &v->before);
 	else
 		wct_json_null(&j, "commit_at_open");
-	wct_json_object(&j, "flush_policy", false);
-	wct_json_str(&j, "source", v->pmem_source);
-	wcctl_json_policy(&j, &v->pmem);
-	wct_json_u64(&j, "line_size", v->pmem.line_size);
-	wct_json_end(&j);
+	if (live) {
+		wct_json_object(&j, "entries", false);
+		wct_json_u64(&j, "committed", live->n_committed);
+		wct_json_u64(&j, "superseded", live->n_superseded);
+		wct_json_u64(&j, "uncommitted", live->n_uncommitted);
+		wct_json_u64(&j, "free", live->n_free);
+		wct_json_end(&j);
+	} else {
+		wct_json_null(&j, "entries");
+	}
+	if (live) {
+		wct_json_null(&j, "flush_policy");
+	} else {
+		wct_json_object(&j, "flush_policy", false);
+		wct_json_str(&j, "source", v->pmem_source);
+		wcctl_json_policy(&j, &v->pmem);
+		wct_json_u64(&j, "line_size", v->pmem.line_size);
+		wct_json_end(&j);
+	}
 	wct_json_null(&j, "block"); /* the block medium's ring (wcctl_blk_status) */
 	wct_json_end(&j);
 }
@@ -340,32 +385,12 @@ static int status_live(const char *cmd, const char *cache, const char *origin, b
 	used = img.n_committed + img.n_superseded + img.n_uncommitted + img.n_outside +
 	       img.n_duplicate;
 	if (json) {
-		struct wct_json j;
+		struct status_view v;
 
-		wct_json_init(&j, stdout);
-		wct_json_object(&j, NULL, true);
-		wct_json_str(&j, "cache", cache);
-		wct_json_str(&j, "origin", origin);
-		wct_json_str(&j, "medium", "pmem");
-		wct_json_null(&j, "medium_reason"); /* the owner's to know */
-		wcctl_json_live(&j, &img);
-		wct_json_str(&j, "holder", wcctl_live_str(live, sizeof(live), &img));
-		wct_json_u64(&j, "blocks", img.sb.n_blocks);
-		wct_json_u64(&j, "block_size", img.sb.block_size);
-		wct_json_u64(&j, "size", wcadm_image_origin_size(&img));
-		wcctl_json_identity(&j, "origin_identity", &img);
-		wct_json_str(&j, "uuid", wcctl_uuid_str(uuid, sizeof(uuid), img.sb.uuid));
-		wct_json_u64(&j, "seq_count", img.sb.seq_count);
-		wct_json_u64(&j, "format_time", img.sb.format_time);
-		wcctl_json_commit(&j, "commit", &img);
-		wct_json_object(&j, "entries", false);
-		wct_json_u64(&j, "committed", img.n_committed);
-		wct_json_u64(&j, "superseded", img.n_superseded);
-		wct_json_u64(&j, "uncommitted", img.n_uncommitted);
-		wct_json_u64(&j, "free", img.n_free);
-		wct_json_end(&j);
-		wct_json_null(&j, "block");
-		wct_json_end(&j);
+		memset(&v, 0, sizeof(v));
+		v.cache = cache;
+		v.origin = origin;
+		status_json(&v, &img);
 		wcadm_image_close(&img);
 		return WCCTL_OK;
 	}
@@ -464,7 +489,7 @@ int wcctl_status(int argc, char **argv)
 	v.pmem_source = v.st.pmem_source;
 	v.sb_ok = read_commit(v.cache, &v.img);
 	if (json)
-		status_json(&v);
+		status_json(&v, NULL);
 	else
 		status_text(&v);
 	return WCCTL_OK;
