@@ -308,6 +308,36 @@ START_TEST(test_close_delivers)
 }
 END_TEST
 
+/* Without threads, a close while a write-back step's writes are at the
+ * origin waits for them (and frees only what they made durable). */
+START_TEST(test_close_mid_step)
+{
+	struct fault_origin *fo = new_origin(256);
+	wc_cache *c = create_on(fo, 64, "no_threads=1,high_watermark=10,low_watermark=5");
+	uint8_t *buf = aligned_alloc(BS, BS);
+	struct model *m = model_new(256);
+
+	for (uint64_t b = 0; b < 40; b++)
+		model_write(c, m, b, 1, 0);
+	ck_assert_int_eq(wc_flush(c), 0);
+	fault_origin_set_faults(fo, &(struct fault_origin_faults){ .delay_us = 20000 });
+	/* One turn starts a round: its writes go out, none can complete. */
+	ck_assert_int_gt(wc_poll_timeout(c, 4, 0), 0);
+	ck_assert_uint_gt(counters(fo).inflight, 0);
+	ck_assert_int_eq(wc_close(c), 0);
+	ck_assert_uint_eq(counters(fo).inflight_at_close, 0);
+	fault_origin_set_faults(fo, NULL);
+	c = reopen_on(fo, "no_threads=1");
+	model_check_cache(c, m, "after a close mid-step");
+	ck_assert_int_eq(wc_writeback(c), 0);
+	ck_assert_int_eq(wc_close(c), 0);
+	model_check_origin(m, fo);
+	model_free(m);
+	free(buf);
+	fault_origin_destroy(fo);
+}
+END_TEST
+
 static Suite *async_suite(void)
 {
 	Suite *s = suite_create("async");
@@ -321,6 +351,7 @@ static Suite *async_suite(void)
 	tcase_add_test(tc, test_range_writeback_invalidate);
 	tcase_add_test(tc, test_bad_requests);
 	tcase_add_test(tc, test_close_delivers);
+	tcase_add_test(tc, test_close_mid_step);
 	suite_add_tcase(s, tc);
 	return s;
 }

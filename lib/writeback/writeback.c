@@ -593,6 +593,10 @@ static void settle_last(struct wc_cache *c)
 	struct wb_state *w = c->wb->state;
 
 	pthread_mutex_lock(&c->wb->lock);
+	/* A round the host's steps left under way has writes in flight:
+	 * their completions must not land in freed rounds. */
+	if (w->step.round)
+		step_locked(c, w, true);
 	if (w->written && !wc_has_error(c)) {
 		wc_wb_settle(c, w);
 	} else if (w->written && w->flush.begun) {
