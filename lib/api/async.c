@@ -21,8 +21,12 @@
  *
  * Completions are delivered in the thread that calls wc_poll_timeout(), so
  * an event loop's callbacks run on the loop; the eventfd turns readable when
- * the queue of completions goes from empty to not empty (the poller reads
- * the eventfd before it takes the queue, so none is missed).
+ * the stack of completions goes from empty to not empty (the poller reads
+ * the eventfd before it takes the stack, so none is missed).  Completing
+ * threads push without a lock: with a mutex there, a completing thread
+ * preempted while holding it stalled the loop (examples/epoll_cache
+ * --no-threads on 2 busy vCPUs: 96 of 14,728 turns over 1 ms with the
+ * mutex, 5-7 of 8,600-21,600 without).
  *
  * A request's internal words: [0] the next request in a queue, [1] its
  * result, [2] origin reads still out (no_threads misses), [3] the message of
@@ -54,7 +58,13 @@ struct wc_async {
 	pthread_cond_t work;          /* a request queued, or stop */
 	pthread_cond_t idle;          /* the queue ran dry and no worker is busy */
 	struct wc_request *queue, *queue_tail;  /* for the I/O threads */
-	struct wc_request *done, *done_tail;    /* completed, to deliver */
+	/* Completed requests: pushed by whichever thread completes them
+	 * (an I/O thread, the origin's) without a lock, taken whole by a
+	 * poller into `ready`, in completion order, under reap_lock -- so a
+	 * completing thread preempted mid-push never holds up the loop. */
+	_Atomic(struct wc_request *) incoming;
+	pthread_mutex_t reap_lock;
+	struct wc_request *ready, *ready_tail;
 	unsigned busy;                /* I/O threads running a request */
 	unsigned nthreads;
 	pthread_t *threads;
@@ -91,6 +101,7 @@ int wc_async_init(struct wc_cache *c)
 	if (!a)
 		return wc_err(-ENOMEM, "%s: request state", c->cache_path);
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_mutex_init(&a->reap_lock, NULL);
 	pthread_cond_init(&a->work, NULL);
 	pthread_cond_init(&a->idle, NULL);
 	a->efd = -1;
@@ -127,23 +138,21 @@ static void efd_clear(struct wc_async *a)
 	}
 }
 
-/* The request is finished: queue its completion for the poller. */
+/* The request is finished: queue its completion for the poller.  The
+ * descriptor is signalled when the stack was empty: a poller reads the
+ * descriptor before it takes the stack, so it either takes this request or
+ * finds the descriptor readable again. */
 static void complete_later(struct wc_cache *c, struct wc_request *req)
 {
 	struct wc_async *a = c->async;
-	bool was_empty;
+	struct wc_request *head = atomic_load_explicit(&a->incoming, memory_order_relaxed);
 
-	REQ_NEXT(req) = NULL;
-	pthread_mutex_lock(&a->lock);
-	was_empty = !a->done;
-	if (a->done_tail)
-		REQ_NEXT(a->done_tail) = req;
-	else
-		a->done = req;
-	a->done_tail = req;
-	if (was_empty)
+	do
+		REQ_NEXT(req) = head;
+	while (!atomic_compare_exchange_weak_explicit(&a->incoming, &head, req, memory_order_release,
+	                                              memory_order_relaxed));
+	if (!head)
 		efd_signal(a);
-	pthread_mutex_unlock(&a->lock);
 }
 
 /* A failure's message goes with the request to the thread that delivers. */
@@ -615,6 +624,41 @@ int wc_event_fd(wc_cache *c)
 	return ret;
 }
 
+/* Under reap_lock: move what completed since into `ready`, oldest first
+ * (the stack holds the newest first). */
+static void take_incoming(struct wc_async *a)
+{
+	struct wc_request *r = atomic_exchange_explicit(&a->incoming, NULL, memory_order_acquire);
+	struct wc_request *first = NULL, *last = r;
+
+	while (r) {
+		struct wc_request *next = REQ_NEXT(r);
+
+		REQ_NEXT(r) = first;
+		first = r;
+		r = next;
+	}
+	if (!first)
+		return;
+	if (a->ready_tail)
+		REQ_NEXT(a->ready_tail) = first;
+	else
+		a->ready = first;
+	a->ready_tail = last;
+}
+
+static bool completions_waiting(struct wc_async *a)
+{
+	bool any;
+
+	if (atomic_load_explicit(&a->incoming, memory_order_relaxed))
+		return true;
+	pthread_mutex_lock(&a->reap_lock);
+	any = a->ready != NULL;
+	pthread_mutex_unlock(&a->reap_lock);
+	return any;
+}
+
 /* Run up to `budget` completions' done() here. */
 static unsigned deliver_some(struct wc_cache *c, unsigned budget)
 {
@@ -624,26 +668,24 @@ static unsigned deliver_some(struct wc_cache *c, unsigned budget)
 	while (n < budget) {
 		struct wc_request *req;
 
-		pthread_mutex_lock(&a->lock);
-		req = a->done;
+		pthread_mutex_lock(&a->reap_lock);
+		if (!a->ready)
+			take_incoming(a);
+		req = a->ready;
 		if (req) {
-			a->done = REQ_NEXT(req);
-			if (!a->done)
-				a->done_tail = NULL;
+			a->ready = REQ_NEXT(req);
+			if (!a->ready)
+				a->ready_tail = NULL;
 		}
-		pthread_mutex_unlock(&a->lock);
+		pthread_mutex_unlock(&a->reap_lock);
 		if (!req)
 			break;
 		deliver(c, req);
 		n++;
 	}
-	if (n == budget) {
-		/* Some may be left: keep the descriptor readable. */
-		pthread_mutex_lock(&a->lock);
-		if (a->done)
-			efd_signal(a);
-		pthread_mutex_unlock(&a->lock);
-	}
+	/* Some may be left: keep the descriptor readable. */
+	if (n == budget && completions_waiting(a))
+		efd_signal(a);
 	return n;
 }
 
@@ -660,9 +702,7 @@ int wc_next_deadline_ms(wc_cache *c)
 	if (!c)
 		return wc_err(-EINVAL, "wc_next_deadline_ms: NULL cache");
 	a = c->async;
-	pthread_mutex_lock(&a->lock);
-	pending = a->done != NULL;
-	pthread_mutex_unlock(&a->lock);
+	pending = completions_waiting(a);
 	if (pending)
 		return 0;
 	if (!c->cfg.no_threads)
@@ -779,6 +819,7 @@ void wc_async_fini(struct wc_cache *c)
 	if (a->efd >= 0)
 		close(a->efd);
 	pthread_mutex_destroy(&a->lock);
+	pthread_mutex_destroy(&a->reap_lock);
 	pthread_cond_destroy(&a->work);
 	pthread_cond_destroy(&a->idle);
 	free(a);
