@@ -63,7 +63,9 @@ static int parse_bool(const char *key, const char *val, bool *out)
 
 /* Fields past the 0.1 layout that an option sets: wc_config_parse stores
  * them in the caller's struct only when the options name them (a program
- * built against 0.1 has none of them; the 0.1 part it always has). */
+ * built against 0.1 has none of them; the 0.1 part it always has).  A new
+ * option for such a field takes a bit here and a line in wc_config_parse:
+ * without them it would parse and be dropped. */
 enum {
 	LATE_WINDOW = 1u << 0,
 	LATE_REBIND = 1u << 1,
