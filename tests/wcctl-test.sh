@@ -180,6 +180,14 @@ data_off=$(field "data offset")
 assert "create prints blocks and a block-aligned data offset" \
 	test -n "$blocks" -a "$blocks" -gt 1000 -a -n "$data_off" -a $((data_off % 4096)) -eq 0
 run 1 "create refuses an existing cache" "already holds a valid cache" -- "$W" create "$cache" "$origin"
+run 1 "create --force refuses an existing cache too" "already holds a valid cache" -- \
+	"$W" create "$cache" "$origin" --force
+truncate -s 8M "$D/data"
+printf 'not a cache' | dd of="$D/data" bs=1 seek=4096 conv=notrunc status=none
+run 1 "create refuses a file holding data" "byte 4096 is 0x6e.*--force" -- "$W" create "$D/data" "$origin"
+assert "the refused file is untouched" test "$(block "$D/data" 1 | head -c 11)" = "not a cache"
+run 0 "create --force formats it" "blocks +[0-9]+" -- "$W" create "$D/data" "$origin" --force
+rm -f "$D/data"
 run 0 "create with block_size=512" "block size +512" -- "$W" create "$D/small" "$origin" --size 1M --options block_size=512
 
 # ---- the fresh cache, offline and online -----------------------------------
