@@ -71,8 +71,8 @@ const char *wcadm_size_format(char *buf, size_t len, uint64_t bytes);
 #define WCADM_ORIGIN_ID_NAME_LEN 256u
 
 /* The bytes a cache file of `n_blocks` blocks of `block_size` uses (what
- * wc_create makes of cache_size).  0, or -EINVAL (block size) or -EFBIG
- * (block count) with a message. */
+ * wc_create makes of cache_size).  0, or -EINVAL (block size, 0 blocks) or
+ * -EFBIG (too many blocks) with a message. */
 int wcadm_layout_bytes(uint64_t n_blocks, uint32_t block_size, uint64_t *bytes);
 /* Byte offset of commit record slot `slot` in the file. */
 uint64_t wcadm_record_offset(unsigned slot);

@@ -217,7 +217,8 @@ int wc_sb_validate(const struct wc_pmem_sb *sb, uint64_t file_size, const char *
 		return wc_err(-ENODATA, "%s: no cache here: a format that did not complete (wc_create "
 		              "was interrupted); create it again", path);
 	if (magic == 0 && sb->version == 0)
-		return wc_err(-ENODATA, "%s: no cache here (magic is zero: never formatted, or the format was torn)", path);
+		return wc_err(-ENODATA, "%s: no cache here (magic is zero: never formatted, or a format "
+		                       "cut short by a library before 0.7)", path);
 	if (magic != WC_MAGIC)
 		return wc_err(-EILSEQ, "%s: bad magic 0x%016llx at offset 0 (expected 0x%016llx): not a libwcache cache",
 		              path, (unsigned long long)magic, (unsigned long long)WC_MAGIC);
