@@ -434,8 +434,8 @@ int wc_set_cleaner(wc_cache *c, bool on);
 /* no_threads: up to `budget` units of write-back (whole rounds, which wait
  * for the origin), completion and autocommit work; the steps that never
  * wait are wc_poll_timeout()'s.  A cache that runs its own write-back
- * thread has only wc_submit's completions to deliver: with none waiting it
- * returns -EOPNOTSUPP, saying the cache needs no polling. */
+ * thread has only wc_submit's completions to deliver: with none in flight
+ * it returns -EOPNOTSUPP, saying the cache needs no polling. */
 int wc_poll(wc_cache *c, unsigned budget);
 /* ======================================================================
  * Vectored and asynchronous requests (0.7)

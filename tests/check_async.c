@@ -338,6 +338,42 @@ START_TEST(test_close_mid_step)
 }
 END_TEST
 
+/* wc_poll on a threaded cache: 0 while a request is in flight and none
+ * completed, -EOPNOTSUPP only with nothing in flight.  Without threads,
+ * a write in cleaner mode goes around the cache inside wc_submit instead
+ * of -EAGAIN for ever. */
+START_TEST(test_poll_in_flight_and_cleaner)
+{
+	struct fault_origin *fo = new_origin(64);
+	wc_cache *c = create_on(fo, 32, "");
+	uint8_t *buf = aligned_alloc(BS, BS);
+	struct iovec iov = { buf, BS };
+	struct wc_request req;
+	struct done_log d;
+
+	fault_origin_set_faults(fo, &(struct fault_origin_faults){ .delay_us = 50000 });
+	prep(&req, &d, WC_REQ_READ, &iov, 1, 7 * BS);
+	ck_assert_int_eq(wc_submit(c, &req), 0);
+	ck_assert_int_eq(wc_poll(c, 4), 0);
+	wait_done(c, &d);
+	ck_assert_int_eq(d.res, BS);
+	ck_assert_int_eq(wc_poll(c, 4), -EOPNOTSUPP);
+	fault_origin_set_faults(fo, NULL);
+	ck_assert_int_eq(wc_close(c), 0);
+
+	c = reopen_on(fo, "no_threads=1,cleaner=1");
+	memset(buf, 0x5a, BS);
+	prep(&req, &d, WC_REQ_WRITE, &iov, 1, 9 * BS);
+	ck_assert_int_eq(wc_submit(c, &req), 0);
+	ck_assert_uint_eq(d.calls, 1);
+	ck_assert_int_eq(d.res, BS);
+	ck_assert_uint_eq(fault_origin_volatile(fo)[9 * BS], 0x5a);
+	ck_assert_int_eq(wc_close(c), 0);
+	free(buf);
+	fault_origin_destroy(fo);
+}
+END_TEST
+
 static Suite *async_suite(void)
 {
 	Suite *s = suite_create("async");
@@ -352,6 +388,7 @@ static Suite *async_suite(void)
 	tcase_add_test(tc, test_bad_requests);
 	tcase_add_test(tc, test_close_delivers);
 	tcase_add_test(tc, test_close_mid_step);
+	tcase_add_test(tc, test_poll_in_flight_and_cleaner);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -591,12 +591,13 @@ int wc_submit(wc_cache *c, struct wc_request *req)
 			read_part_done(c, req);
 			return 0;
 		}
-	} else if (req->op == WC_REQ_WRITE && !c->blk) {
+	} else if (req->op == WC_REQ_WRITE && !c->blk && !wc_writeback_cleaning(c)) {
 		ret = wc_err(-EAGAIN, "%s submit write at %llu: no free block; the host's wc_poll_timeout "
 		             "calls make room (write-back)", c->cache_path, (unsigned long long)req->offset);
 	} else {
-		/* The block medium's device I/O, discards, write-back: the
-		 * synchronous call, here. */
+		/* The block medium's device I/O, writes around the cache in
+		 * cleaner mode, discards, write-back: the synchronous call,
+		 * here. */
 		ssize_t res = run(c, req);
 
 		if (req->op != WC_REQ_READ && req->op != WC_REQ_WRITE && res > 0)
@@ -771,7 +772,9 @@ int wc_poll(wc_cache *c, unsigned budget)
 		return n;
 	}
 	n = wc_poll_timeout(c, budget, 0);
-	if (n == 0)
+	/* With requests in flight a 0 is "none completed yet", not "nothing
+	 * to poll for". */
+	if (n == 0 && !atomic_load_explicit(&c->async->inflight, memory_order_relaxed))
 		return wc_err(-EOPNOTSUPP, "%s poll: the cache runs its own write-back thread (no_threads is "
 		              "off): it needs no polling; wc_poll_timeout delivers wc_submit's completions",
 		              c->cache_path);
