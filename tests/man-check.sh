@@ -5,9 +5,9 @@
 # include/wcache.h declares is in libwcache(3)'s SYNOPSIS and described in
 # its body (in bold, as a man page names what it describes), everything in
 # the SYNOPSIS is declared in the header, and the pages the build makes
-# (man/, from docs/man/ with the version put in) carry the release that
-# configure was given.  A function added without its documentation fails
-# here, naming it.
+# (man/, from docs/man/ and nbdkit/ with the version put in) carry the
+# release that configure was given.  A function added without its
+# documentation fails here, naming it.
 set -u
 top=${WC_TEST_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${WC_TEST_BUILDDIR:-$top}
@@ -75,13 +75,14 @@ if [ -z "$stray" ]; then ok "every function of the SYNOPSIS is declared in wcach
 # The release, as configure wrote it into wcache_version.h.
 version=$(sed -n 's/^#define WCACHE_VERSION_STRING "\(.*\)"$/\1/p' "$build/wcache_version.h" 2>/dev/null)
 [ -n "$version" ] || bail "no WCACHE_VERSION_STRING in $build/wcache_version.h (run configure)"
-for src in "$top"/docs/man/*.[0-9]; do
+for src in "$top"/docs/man/*.[0-9] "$top"/nbdkit/*.[0-9]; do
 	name=$(basename "$src")
+	rel=${src#"$top"/}
 	# The source pages carry the placeholder, never a number to bump by hand.
 	if grep -q '^\.TH .*"libwcache @VERSION@"' "$src"; then
-		ok "docs/man/$name: .TH carries @VERSION@"
+		ok "$rel: .TH carries @VERSION@"
 	else
-		not_ok "docs/man/$name: .TH does not carry \"libwcache @VERSION@\": $(grep '^\.TH' "$src")"
+		not_ok "$rel: .TH does not carry \"libwcache @VERSION@\": $(grep '^\.TH' "$src")"
 	fi
 	gen=$build/man/$name
 	if [ ! -r "$gen" ]; then
