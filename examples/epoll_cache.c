@@ -446,6 +446,11 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&dev.lock);
 	pthread_join(dev.thread, NULL);
 	fault_origin_destroy(fo);
+	for (unsigned i = 0; i < INFLIGHT; i++)
+		free(slots[i].buf);
+	free(buf);
+	free(g.acked);
+	free(g.in_flight);
 	printf("1..%d\n", t);
 	return failures ? 1 : 0;
 }

@@ -121,7 +121,8 @@ static int parse_one(struct wc_config *cfg, const char *key, const char *val, un
 
 		*late |= LATE_FORCE;
 		ret = parse_bool(key, val, &on);
-		cfg->force = on;
+		if (ret == 0)
+			cfg->force = on;
 		return ret;
 	}
 	if (!strcmp(key, "medium")) {

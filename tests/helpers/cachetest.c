@@ -34,13 +34,18 @@ uint64_t ct_rand(uint64_t *s)
 
 void ct_fill_block(void *buf, uint32_t bs, uint64_t block, uint64_t version)
 {
-	uint64_t *w = buf, s = block * 0x9E3779B97F4A7C15ull ^ (version + 1) * 0xC2B2AE3D27D4EB4Full;
+	/* Stored with memcpy: a test may pass a buffer at any address. */
+	uint64_t s = block * 0x9E3779B97F4A7C15ull ^ (version + 1) * 0xC2B2AE3D27D4EB4Full, w;
+	char *p = buf;
 
-	for (uint32_t i = 3; i < bs / 8; i++)
-		w[i] = ct_rand(&s) | 1;
-	w[0] = block;
-	w[1] = version;
-	w[2] = block ^ version ^ 0x5a5a5a5a5a5a5a5aull;
+	for (uint32_t i = 3; i < bs / 8; i++) {
+		w = ct_rand(&s) | 1;
+		memcpy(p + 8 * i, &w, 8);
+	}
+	memcpy(p, &block, 8);
+	memcpy(p + 8, &version, 8);
+	w = block ^ version ^ 0x5a5a5a5a5a5a5a5aull;
+	memcpy(p + 16, &w, 8);
 }
 
 int ct_block_is(const void *buf, uint32_t bs, uint64_t block, uint64_t version)
