@@ -276,7 +276,11 @@ struct wc_config {
 	unsigned max_age_ms;        /* write back blocks older than this; 0 = off */
 	bool cleaner;               /* write back everything; new blocks go around the cache */
 	bool fua;                   /* honour WC_FUA (default true) */
-	bool no_threads;            /* the host drives write-back with wc_poll(); default false */
+	bool no_threads;            /* the host drives write-back with wc_poll(); default false.
+	                               A synchronous write that finds no room then waits for
+	                               the polling thread's progress, or -- when it is that
+	                               thread, or none polled for 100 ms -- takes the steps
+	                               itself */
 	struct wc_pmem_config pmem; /* flush policy for this cache (all zero = process default) */
 	/* additions beyond the contract: */
 	unsigned writeback_max_io_kib; /* largest merged write-back I/O; default 1024 */
@@ -431,9 +435,12 @@ int wc_discard(wc_cache *c, uint64_t offset, uint64_t len);
 int wc_writeback(wc_cache *c);
 /* Turn cleaner mode on or off at run time. */
 int wc_set_cleaner(wc_cache *c, bool on);
-/* no_threads: up to `budget` units of write-back (whole rounds, which wait
- * for the origin), completion and autocommit work; the steps that never
- * wait are wc_poll_timeout()'s.  A cache that runs its own write-back
+/* wc_poll_timeout(c, budget, 0): never waits.  Without threads it does up
+ * to `budget` units of the cache's own work -- a completion delivered, a
+ * commit, a write-back step (submit, reap, flush or free) -- and returns
+ * how many it did: 0 = nothing could be done now, which is not "idle"
+ * while write-back's requests are out; the cache is idle when
+ * wc_next_deadline_ms() says -1.  A cache that runs its own write-back
  * thread has only wc_submit's completions to deliver: with none in flight
  * it returns -EOPNOTSUPP, saying the cache needs no polling. */
 int wc_poll(wc_cache *c, unsigned budget);

@@ -72,6 +72,9 @@ struct wc_async {
 	int efd;                      /* -1 until asked for or needed */
 	atomic_uint_fast64_t inflight;      /* accepted, done() not yet run */
 	atomic_uint_fast64_t origin_reads;  /* no_threads: miss reads out */
+	/* no_threads: the thread that last polled, and when (wc_now_ms). */
+	_Atomic uintptr_t poller;
+	_Atomic uint32_t poll_ms;
 };
 
 /* What the library keeps in a request's internal words while it is in
@@ -690,6 +693,24 @@ static unsigned deliver_some(struct wc_cache *c, unsigned budget)
 	return n;
 }
 
+/* A per-thread address: who polls. */
+static __thread char this_thread;
+
+static void note_poller(struct wc_cache *c)
+{
+	atomic_store_explicit(&c->async->poll_ms, wc_now_ms(c), memory_order_relaxed);
+	atomic_store_explicit(&c->async->poller, (uintptr_t)&this_thread, memory_order_relaxed);
+}
+
+bool wc_async_polled_elsewhere(struct wc_cache *c, uint32_t within_ms)
+{
+	struct wc_async *a = c->async;
+	uintptr_t who = atomic_load_explicit(&a->poller, memory_order_relaxed);
+
+	return who && who != (uintptr_t)&this_thread &&
+	       wc_now_ms(c) - atomic_load_explicit(&a->poll_ms, memory_order_relaxed) < within_ms;
+}
+
 bool wc_async_origin_busy(struct wc_cache *c)
 {
 	return atomic_load_explicit(&c->async->origin_reads, memory_order_relaxed) != 0;
@@ -722,6 +743,8 @@ int wc_poll_timeout(wc_cache *c, unsigned budget, int timeout_ms)
 		return wc_err(-EINVAL, "%s poll: timeout %d ms (-1 = wait, 0 = never)", c->cache_path,
 		              timeout_ms);
 	a = c->async;
+	if (c->cfg.no_threads)
+		note_poller(c);
 	for (int round = 0; round < 2; round++) {
 		efd_clear(a);
 		if (c->cfg.no_threads && budget) {
@@ -761,24 +784,16 @@ int wc_poll(wc_cache *c, unsigned budget)
 
 	if (!c)
 		return wc_err(-EINVAL, "wc_poll: NULL cache");
-	if (c->cfg.no_threads) {
-		/* Its rounds as before (they wait for the origin); the steps
-		 * that never wait are wc_poll_timeout's. */
-		n = c->blk ? (budget ? wc_blk_wb_step(c, false) : 0) : wc_writeback_poll(c, budget);
-		if (n < 0)
-			return n;
-		if ((unsigned)n < budget)
-			n += (int)deliver_some(c, budget - (unsigned)n);
-		return n;
-	}
 	n = wc_poll_timeout(c, budget, 0);
+	if (n != 0 || c->cfg.no_threads)
+		return n;
 	/* With requests in flight a 0 is "none completed yet", not "nothing
 	 * to poll for". */
-	if (n == 0 && !atomic_load_explicit(&c->async->inflight, memory_order_relaxed))
+	if (!atomic_load_explicit(&c->async->inflight, memory_order_relaxed))
 		return wc_err(-EOPNOTSUPP, "%s poll: the cache runs its own write-back thread (no_threads is "
 		              "off): it needs no polling; wc_poll_timeout delivers wc_submit's completions",
 		              c->cache_path);
-	return n;
+	return 0;
 }
 
 /* ---- close ---- */

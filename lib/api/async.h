@@ -20,6 +20,18 @@ void wc_async_fini(struct wc_cache *c);
 /* no_threads: reads of misses at the origin. */
 bool wc_async_origin_busy(struct wc_cache *c);
 
+/* no_threads: has another thread polled within the last `within_ms`?
+ * (A writer that finds no room then waits for that thread's progress.) */
+bool wc_async_polled_elsewhere(struct wc_cache *c, uint32_t within_ms);
+/* no_threads, a synchronous writer that found no room: true when another
+ * thread's loop drives the cache (it polled lately) -- wait for its
+ * progress; false -- take the host's steps here (wc_host_work_for_room). */
+bool wc_host_loop_drives(struct wc_cache *c);
+/* One call of the host's work in this thread, then a wait of at most a
+ * millisecond for the origin.  0 = look again, -ENOSPC when nothing is
+ * left to make room with, or -errno. */
+int wc_host_work_for_room(struct wc_cache *c, const char *what);
+
 /* no_threads: up to `budget` units of the cache's own work, none of which
  * waits for the origin (poll.c).  Units done or -errno. */
 int wc_host_work(struct wc_cache *c, unsigned budget);

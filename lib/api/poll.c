@@ -16,13 +16,26 @@
  *
  * The origin announces its completions on no descriptor, so while any of
  * its requests are out the deadline is WC_HOST_ORIGIN_POLL_MS.
+ *
+ * A synchronous write that finds no free block (no_threads) waits for
+ * these steps: for another thread's, when one polls (the host's loop), or
+ * it takes them itself -- when it is the polling thread (a done() that
+ * writes), or when no thread has polled for WC_HOST_DRIVER_MS -- so it
+ * never waits on a loop that is not turning, and never runs a blocking
+ * write-back round.
  */
 #include "api/async.h"
 #include "block/block.h"
 #include "core/cache.h"
 #include "writeback/writeback.h"
 
+#include <errno.h>
+
+#include "util/error.h"
+
 #define WC_HOST_ORIGIN_POLL_MS 1
+/* A loop that polled this recently is driving the cache. */
+#define WC_HOST_DRIVER_MS 100u
 
 int wc_host_work(struct wc_cache *c, unsigned budget)
 {
@@ -59,8 +72,17 @@ int wc_host_work_deadline_ms(struct wc_cache *c)
 {
 	int due = -1;
 
-	if (c->blk)
-		return wc_writeback_due(c) ? 0 : c->cfg.autocommit_ms ? (int)c->cfg.autocommit_ms : -1;
+	if (c->blk) {
+		uint64_t unflushed = atomic_load(&c->blk->unflushed_blocks);
+		uint32_t since;
+
+		if (wc_writeback_due(c))
+			return 0;
+		if (!unflushed || !c->cfg.autocommit_ms)
+			return -1; /* idle until the host's next request */
+		since = wc_now_ms(c) - (uint32_t)atomic_load(&c->blk->first_unflushed_ms);
+		return since >= c->cfg.autocommit_ms ? 0 : (int)(c->cfg.autocommit_ms - since);
+	}
 	if (wc_async_origin_busy(c))
 		due = WC_HOST_ORIGIN_POLL_MS;
 	{
@@ -79,4 +101,30 @@ int wc_host_work_deadline_ms(struct wc_cache *c)
 	if (wc_free_count(c) == 0 && (wc_uncommitted(c) || atomic_load(&c->commit.pending_count)))
 		due = 0;
 	return due;
+}
+
+bool wc_host_loop_drives(struct wc_cache *c)
+{
+	return wc_async_polled_elsewhere(c, WC_HOST_DRIVER_MS);
+}
+
+int wc_host_work_for_room(struct wc_cache *c, const char *what)
+{
+	int n, due;
+
+	n = wc_host_work(c, 64);
+	if (n)
+		return n < 0 ? n : 0;
+	due = wc_host_work_deadline_ms(c);
+	if (due < 0 && wc_free_count(c) == 0)
+		return wc_err(-ENOSPC, "%s %s: no free block and nothing to write back", c->cache_path, what);
+	/* Write-back's requests are out: the first completion, or a
+	 * millisecond, whichever comes first. */
+	if (due != 0) {
+		int ret = wc_origin_poll(&c->origin, 1, 1000000);
+
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -ETIMEDOUT)
+			return ret;
+	}
+	return 0;
 }

@@ -10,9 +10,10 @@
  *   1. blocks published but not committed: commit (only committed blocks
  *      can be written back, and a commit frees the versions it supersedes);
  *   2. blocks the last commit invalidated: drain and free them;
- *   3. otherwise write back -- in this thread when the host drives the
- *      cache (no_threads: nobody else will), else kick the write-back
- *      thread and wait for a free.
+ *   3. otherwise write back: without threads, the host's steps -- the
+ *      loop's, waited for, or this thread's when no loop turns
+ *      (api/poll.c) -- else kick the write-back thread and wait for a
+ *      free.
  *
  * Write-back frees nothing while the origin fails: the writer waits while
  * the failure is young (outage.c's patience), then gets -ENOSPC at once --
@@ -21,46 +22,13 @@
  */
 #include <errno.h>
 
+#include "api/async.h"
 #include "api/reclaim.h"
 #include "core/cache.h"
 #include "util/error.h"
 #include "writeback/writeback.h"
 
 static __thread unsigned alloc_tick;
-
-/* A round run for room failed: 1 = the origin's failure (its blocks are
- * dirty again; the next look waits for the next attempt, or refuses), or
- * the error. */
-static int round_failed(struct wc_cache *c, int err)
-{
-	return !wc_has_error(c) && wc_wb_origin_failing(c) ? 1 : err;
-}
-
-/* no_threads: the host's thread is ours now.  1 = try again, 0 = something
- * was freed or is free, or -errno. */
-static int writeback_here(struct wc_cache *c)
-{
-	int err;
-
-	/* A failing origin: the attempt that is due, or refused past the
-	 * patience, or the wait for the next attempt. */
-	err = wc_wb_room_wait(c, "write");
-	if (err)
-		return err;
-	err = wc_writeback_round(c, false);
-	if (err < 0)
-		return round_failed(c, err);
-	if (err == 0 && wc_free_count(c) == 0) {
-		/* Nothing was due by the watermarks and ages: take anything
-		 * committed. */
-		err = wc_writeback_round(c, true);
-		if (err < 0)
-			return round_failed(c, err);
-		if (err == 0 && wc_free_count(c) == 0)
-			return wc_err(-ENOSPC, "%s: no free block and nothing to write back", c->cache_path);
-	}
-	return 0;
-}
 
 int wc_reclaim_blocks(struct wc_cache *c, uint32_t *out, unsigned want)
 {
@@ -97,8 +65,14 @@ int wc_reclaim_blocks(struct wc_cache *c, uint32_t *out, unsigned want)
 			continue;
 		}
 		if (c->cfg.no_threads) {
-			err = writeback_here(c);
-			if (err < 0)
+			/* A failing origin: the attempt that is due, or
+			 * refused past the patience. */
+			err = wc_wb_room_wait(c, "write");
+			if (err)
+				return err;
+			if (wc_host_loop_drives(c))
+				wc_alloc_wait(c); /* a free wakes it */
+			else if ((err = wc_host_work_for_room(c, "write")) < 0)
 				return err;
 			continue;
 		}

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/async.h"
 #include "block/block.h"
 #include "core/cache.h"
 #include "util/crc32c.h"
@@ -177,12 +178,13 @@ static int take_entries(struct wc_cache *c, uint32_t *idx, unsigned want)
 				return ret;
 		}
 		atomic_fetch_add(&c->alloc.blocked, 1);
-		if (c->cfg.no_threads) {
-			ret = wc_blk_wb_step(c, false);
+		if (c->cfg.no_threads && !wc_host_loop_drives(c)) {
+			/* No loop turns: the host's steps, here. */
+			ret = wc_host_work_for_room(c, "write");
 			if (ret < 0)
 				return ret;
-			if (ret == 0)
-				wc_alloc_wait(c);
+		} else if (c->cfg.no_threads) {
+			wc_alloc_wait(c);
 		} else {
 			wc_blk_wb_kick(c);
 			wc_alloc_wait(c);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/async.h"
 #include "block/block.h"
 #include "core/cache.h"
 #include "util/error.h"
@@ -157,19 +158,28 @@ static int open_next(struct wc_cache *c)
 		atomic_fetch_add_explicit(&b->st.waits_for_space, 1, memory_order_relaxed);
 		b->log.waiters++;
 		if (c->cfg.no_threads) {
-			/* The host drives write-back: this thread does a step
-			 * (a failing origin's when its attempt is due). */
+			/* The host drives write-back: its loop's steps, waited
+			 * for below, or this thread's when no loop turns (a
+			 * failing origin's attempt when it is due). */
 			pthread_mutex_unlock(&b->log.lock);
 			ret = wc_wb_room_wait(c, "write");
-			if (!ret)
-				ret = wc_blk_wb_step(c, false);
+			if (!ret && !wc_host_loop_drives(c))
+				ret = wc_host_work_for_room(c, "write");
+			else if (!ret)
+				ret = 1;
 			pthread_mutex_lock(&b->log.lock);
-			b->log.waiters--;
-			return ret < 0 ? ret : 0;
+			if (ret <= 0) {
+				b->log.waiters--;
+				return ret < 0 ? ret : 0;
+			}
+		} else {
+			wc_blk_wb_kick(c);
 		}
-		wc_blk_wb_kick(c);
 		ts = wc_clock_deadline_ms(100);
-		pthread_cond_timedwait(&b->log.space, &b->log.lock, &ts);
+		/* (Without threads the lock was let go above: the room may be
+		 * there already.) */
+		if (b->log.head + 1 - b->log.tail >= b->g.n_segments)
+			pthread_cond_timedwait(&b->log.space, &b->log.lock, &ts);
 		b->log.waiters--;
 		return 0;
 	}

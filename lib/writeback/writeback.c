@@ -87,8 +87,11 @@ static uint64_t used_blocks(struct wc_cache *c)
 
 bool wc_writeback_due(struct wc_cache *c)
 {
-	return used_blocks(c) * 100 >= (uint64_t)c->cfg.high_watermark * c->layout.n_blocks ||
-	       atomic_load(&c->wb->cleaner);
+	uint64_t used = used_blocks(c);
+
+	/* Cleaner mode: until nothing is left (an idle host then sees -1). */
+	return used * 100 >= (uint64_t)c->cfg.high_watermark * c->layout.n_blocks ||
+	       (atomic_load(&c->wb->cleaner) && used);
 }
 
 /* May run in any thread that polls the origin.  `pending` goes last: the
@@ -392,10 +395,13 @@ static int step_locked(struct wc_cache *c, struct wb_state *w, bool wait)
 					wc_wb_window_step(&w->win, w->step.n, wc_clock_ns() - w->step.start_ns);
 					w->written = round;
 					wc_wb_settle_begin(c, w);
+					progress++;
 				} else {
+					/* It found nothing: no progress, or
+					 * a host polling an idle cache would
+					 * never see 0. */
 					w->step.round = NULL;
 				}
-				progress++;
 			}
 		}
 		if (w->written && w->flush.begun &&
@@ -456,7 +462,7 @@ int wc_writeback_step(struct wc_cache *c)
 			w->step.n = 0;
 			w->step.more = true;
 			w->step.start_ns = wc_clock_ns();
-			units += 1 + step_locked(c, w, false);
+			units += step_locked(c, w, false);
 		}
 	}
 	pthread_mutex_unlock(&c->wb->lock);

@@ -555,6 +555,7 @@ void fault_origin_get_counters(struct fault_origin *fo, struct fault_origin_coun
 {
 	pthread_mutex_lock(&fo->lock);
 	*out = fo->count;
+	out->flushes_inflight = fo->flushes_queued;
 	pthread_mutex_unlock(&fo->lock);
 }
 

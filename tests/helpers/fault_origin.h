@@ -67,6 +67,7 @@ struct fault_origin_counters {
 	uint64_t failed_writes, failed_reads, failed_flushes, short_writes;
 	uint64_t inflight, max_inflight;        /* reads and writes submitted, done()
 	                                           not yet run */
+	uint64_t flushes_inflight;              /* flush requests not yet completed */
 	uint64_t closes, inflight_at_close;     /* close() calls; requests (flush
 	                                           requests too) still in flight
 	                                           at those calls */

@@ -45,10 +45,13 @@ void parse_opts(struct wc_config *cfg, const char *opts, bool open)
 }
 
 bool wbtest_sync_flush;
+struct wc_origin (*wbtest_wrap_origin)(struct wc_origin o);
 
 static struct wc_origin origin_of(struct fault_origin *fo)
 {
-	return wbtest_sync_flush ? fault_origin_origin_sync_flush(fo) : fault_origin_origin(fo);
+	struct wc_origin o = wbtest_sync_flush ? fault_origin_origin_sync_flush(fo) : fault_origin_origin(fo);
+
+	return wbtest_wrap_origin ? wbtest_wrap_origin(o) : o;
 }
 
 wc_cache *create_on(struct fault_origin *fo, uint64_t cache_blocks, const char *opts)

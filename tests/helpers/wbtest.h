@@ -43,6 +43,9 @@ void parse_opts(struct wc_config *cfg, const char *opts, bool open);
 /* create_on and reopen_on hand the cache the fault origin flushed by
  * requests (false, the default) or by flush() alone (true). */
 extern bool wbtest_sync_flush;
+/* When set, what create_on and reopen_on hand the cache instead (a test's
+ * wrapper around the fault origin). */
+extern struct wc_origin (*wbtest_wrap_origin)(struct wc_origin o);
 wc_cache *create_on(struct fault_origin *fo, uint64_t cache_blocks, const char *opts);
 wc_cache *reopen_on(struct fault_origin *fo, const char *opts);
 struct wc_stats stats(wc_cache *c);

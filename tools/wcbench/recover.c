@@ -167,7 +167,7 @@ static uint64_t block_cache_bytes(uint64_t blocks, uint64_t bs)
 }
 
 /*
- * no_threads: the host drives the background work with wc_poll().  On the
+ * no_threads: the host drives the background work with wc_poll_timeout().  On the
  * block medium that work includes each closed segment's summary; a segment
  * left without one is read whole by the next recovery (16 MiB instead of
  * ~100 KiB).  wc_close writes at most 64 of them, so a fill of hundreds of
@@ -178,10 +178,12 @@ static int settle(wc_cache *c)
 {
 	int r;
 
-	while ((r = wc_poll(c, 1024)) > 0)
+	/* Until a poll that may wait 10 ms for completions finds nothing to
+	 * do: the origin here is a local file. */
+	while ((r = wc_poll_timeout(c, 1024, 10)) > 0)
 		;
 	if (r < 0)
-		fprintf(stderr, "wcbench recover: wc_poll: %s\n", wc_errmsg());
+		fprintf(stderr, "wcbench recover: wc_poll_timeout: %s\n", wc_errmsg());
 	return r < 0 ? -1 : 0;
 }
 

@@ -544,19 +544,21 @@ int wcctl_writeback(int argc, char **argv)
 	wc_get_stats(c, &st);
 	total = st.dirty_blocks;
 	/* Cleaner mode makes every round pick any dirty block, not only those
-	 * above the watermark; one wc_poll unit is one round (up to
-	 * writeback_jobs blocks), so the bar moves once per round. */
+	 * above the watermark; the bar moves as the host's steps free blocks,
+	 * until nothing is due. */
 	ret = wc_set_cleaner(c, true);
 	quiet = quiet || total == 0;
 	if (!quiet)
 		wcctl_progress_start(&bar, total);
 	while (!ret) {
-		r = wc_poll(c, 1);
+		r = wc_poll_timeout(c, 64, 100);
 		wc_get_stats(c, &st);
 		done = total > st.dirty_blocks ? total - st.dirty_blocks : 0;
 		if (!quiet)
 			wcctl_progress_update(&bar, done, "");
-		if (r <= 0)
+		/* A failing origin: wc_writeback below waits it out. */
+		if (r < 0 || st.dirty_blocks == 0 || (r == 0 && wc_next_deadline_ms(c) < 0) ||
+		    st.writeback_failing_since_ms)
 			break;
 	}
 	if (!quiet)
