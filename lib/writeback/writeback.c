@@ -791,24 +791,3 @@ void wc_writeback_set_cleaner(struct wc_cache *c, bool on)
 	atomic_store(&c->wb->cleaner, on);
 	wc_writeback_kick(c);
 }
-
-int wc_writeback_poll(struct wc_cache *c, unsigned budget)
-{
-	int units = 0, r;
-
-	if (budget && wc_autocommit_due(c)) {
-		r = wc_commit(c, false);
-		if (r)
-			return r;
-		units++;
-	}
-	while ((unsigned)units < budget) {
-		r = wc_writeback_round(c, false);
-		if (r < 0)
-			return r;
-		if (r == 0)
-			break;
-		units++;
-	}
-	return units;
-}

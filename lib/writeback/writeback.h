@@ -31,11 +31,10 @@ void wc_writeback_kick(struct wc_cache *c);
 bool wc_writeback_due(struct wc_cache *c);
 /* Cleaner mode: writes go around the cache and everything is written back. */
 bool wc_writeback_cleaning(struct wc_cache *c);
-/* wc_writeback, wc_set_cleaner and wc_poll on pmem (the api layer checks
+/* wc_writeback and wc_set_cleaner on pmem (the api layer checks
  * the arguments and picks the medium). */
 int wc_writeback_everything(struct wc_cache *c);
 void wc_writeback_set_cleaner(struct wc_cache *c, bool on);
-int wc_writeback_poll(struct wc_cache *c, unsigned budget);
 /* no_threads, the host's event loop: one step of write-back that never
  * waits for the origin (submit what the window has room for, reap, flush,
  * free).  Returns units of progress, 0 if there was nothing to do now. */
