@@ -26,7 +26,10 @@
  * each must hold the last version the loop saw acknowledged.
  *
  *   epoll_cache [--threads|--no-threads] [--seconds S] [--cache PATH]
- *               [--origin-delay-us US] [--max-slow N]
+ *               [--origin-delay-us US] [--max-slow N] [--medium pmem|block]
+ *
+ * --medium block puts the cache on the block medium (its file by default
+ * under /var/tmp: O_DIRECT needs a disk, not tmpfs).
  *
  * It prints TAP, so make check runs it as a test.
  */
@@ -338,7 +341,8 @@ static unsigned busy_slots(struct slot *slots)
 
 int main(int argc, char **argv)
 {
-	const char *cache_path = "/dev/shm/wc-epoll-example.img";
+	const char *cache_path = NULL;
+	uint32_t medium = WC_MEDIUM_PMEM;
 	uint64_t delay_us = 5000, turns = 0, slow = 0, max_turn = 0, t_end, sum_turn = 0;
 	uint64_t slow_blocked = 0, slow_cpu = 0, stalls;
 	double seconds = 2;
@@ -364,12 +368,21 @@ int main(int argc, char **argv)
 			delay_us = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--max-slow") && i + 1 < argc)
 			max_slow = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--medium") && i + 1 < argc && !strcmp(argv[i + 1], "pmem"))
+			medium = WC_MEDIUM_PMEM, i++;
+		else if (!strcmp(argv[i], "--medium") && i + 1 < argc && !strcmp(argv[i + 1], "block"))
+			medium = WC_MEDIUM_BLOCK, i++;
 		else {
 			fprintf(stderr, "usage: %s [--threads|--no-threads] [--seconds S] [--cache PATH] "
-			        "[--origin-delay-us US] [--max-slow N]\n", argv[0]);
+			        "[--origin-delay-us US] [--max-slow N] [--medium pmem|block]\n", argv[0]);
 			return 2;
 		}
 	}
+	/* The block medium writes with O_DIRECT, which tmpfs refuses: its
+	 * file goes on a disk. */
+	if (!cache_path)
+		cache_path = medium == WC_MEDIUM_BLOCK ? "/var/tmp/wc-epoll-example-block.img"
+		                                       : "/dev/shm/wc-epoll-example.img";
 	/* The emulated pmem file maps with cache-line granularity: the real
 	 * flush code runs (not power-fail safe: DRAM). */
 	setenv("PMEM2_FORCE_GRANULARITY", "CACHE_LINE", 0);
@@ -402,6 +415,7 @@ int main(int argc, char **argv)
 	wc_config_init(&cfg);
 	cfg.cache_size = CACHE_BYTES;
 	cfg.no_threads = no_threads;
+	cfg.medium = medium;
 	if (wc_create_origin(&g.c, cache_path, (struct wc_origin){ &dev_ops, &dev }, &cfg)) {
 		fprintf(stderr, "wc_create_origin: %s\n", wc_errmsg());
 		return 1;
