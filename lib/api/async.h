@@ -31,6 +31,8 @@ bool wc_host_loop_drives(struct wc_cache *c);
  * millisecond for the origin.  0 = look again, -ENOSPC when nothing is
  * left to make room with, or -errno. */
 int wc_host_work_for_room(struct wc_cache *c, const char *what);
+/* The two above as one step: the cache's room_step. */
+int wc_host_room_step(struct wc_cache *c, const char *what);
 
 /* no_threads: up to `budget` units of the cache's own work, none of which
  * waits for the origin (poll.c).  Units done or -errno. */

@@ -63,6 +63,7 @@ static int cache_new(struct wc_cache **out, const char *cache_path, const struct
 	if (ret)
 		return wc_err(ret, "%s: flush policy: %s", cache_path, wc_errmsg());
 	c->t0_ms = wc_clock_coarse_ms() - 1;
+	c->room_step = wc_host_room_step;
 	ret = wc_async_init(c);
 	return ret ? ret : wc_writeback_init(c);
 }

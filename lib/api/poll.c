@@ -108,6 +108,11 @@ bool wc_host_loop_drives(struct wc_cache *c)
 	return wc_async_polled_elsewhere(c, WC_HOST_DRIVER_MS);
 }
 
+int wc_host_room_step(struct wc_cache *c, const char *what)
+{
+	return wc_host_loop_drives(c) ? 1 : wc_host_work_for_room(c, what);
+}
+
 int wc_host_work_for_room(struct wc_cache *c, const char *what)
 {
 	int n, due;

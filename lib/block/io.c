@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/async.h"
 #include "block/block.h"
 #include "core/cache.h"
 #include "util/crc32c.h"
@@ -178,13 +177,14 @@ static int take_entries(struct wc_cache *c, uint32_t *idx, unsigned want)
 				return ret;
 		}
 		atomic_fetch_add(&c->alloc.blocked, 1);
-		if (c->cfg.no_threads && !wc_host_loop_drives(c)) {
-			/* No loop turns: the host's steps, here. */
-			ret = wc_host_work_for_room(c, "write");
+		if (c->cfg.no_threads) {
+			/* A loop turns: wait for its steps; none: the host's
+			 * steps, here. */
+			ret = c->room_step(c, "write");
 			if (ret < 0)
 				return ret;
-		} else if (c->cfg.no_threads) {
-			wc_alloc_wait(c);
+			if (ret > 0)
+				wc_alloc_wait(c);
 		} else {
 			wc_blk_wb_kick(c);
 			wc_alloc_wait(c);

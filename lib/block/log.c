@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/async.h"
 #include "block/block.h"
 #include "core/cache.h"
 #include "util/error.h"
@@ -163,10 +162,10 @@ static int open_next(struct wc_cache *c)
 			 * failing origin's attempt when it is due). */
 			pthread_mutex_unlock(&b->log.lock);
 			ret = wc_wb_room_wait(c, "write");
-			if (!ret && !wc_host_loop_drives(c))
-				ret = wc_host_work_for_room(c, "write");
-			else if (!ret)
-				ret = 1;
+			/* 0: a step taken here, look again at once; 1: a
+			 * loop drives, wait below. */
+			if (!ret)
+				ret = c->room_step(c, "write");
 			pthread_mutex_lock(&b->log.lock);
 			if (ret <= 0) {
 				b->log.waiters--;

@@ -92,6 +92,11 @@ struct wc_cache {
 	struct wc_writeback *wb;         /* writeback/writeback.h */
 	struct wc_readahead *ra;         /* readahead.h; NULL when off */
 	struct wc_async *async;          /* api/async.c: wc_submit's requests */
+	/* no_threads: what a writer that found no room does, set at open by
+	 * the API layer, which knows the host's loop (api/poll.c): 1 =
+	 * another thread's loop drives the cache, wait for its progress; 0 =
+	 * this thread took the host's steps, look again; or -errno. */
+	int (*room_step)(struct wc_cache *c, const char *what);
 
 	/* errors */
 	atomic_int error;                /* sticky, first one wins */
