@@ -15,7 +15,10 @@
  *                          synchronous call would, and queue its completion;
  *   no_threads             no thread of ours: a read's misses go to the
  *                          origin as asynchronous requests, completed by the
- *                          host's wc_poll_timeout(); a write that needs room
+ *                          host's wc_poll_timeout() (on the block medium its
+ *                          hits are device reads, done in wc_submit: a
+ *                          disk's fraction of a millisecond, where a miss
+ *                          costs the origin's latency); a write that needs room
  *                          is refused with -EAGAIN until the host's polls
  *                          have written enough back.
  *
@@ -410,6 +413,8 @@ static int miss_submit(struct wc_cache *c, struct wc_request *req, uint64_t roff
  * if every block was a hit, 0 if misses went out (or, without `misses`,
  * one was found), -errno.
  */
+static int blk_read_hits(struct wc_cache *c, struct wc_request *req);
+
 static int read_hits(struct wc_cache *c, struct wc_request *req, bool misses)
 {
 	uint32_t bs = c->layout.block_size;
@@ -419,6 +424,8 @@ static int read_hits(struct wc_cache *c, struct wc_request *req, bool misses)
 	int ret = 0;
 	bool all = true;
 
+	if (c->blk)
+		return misses ? blk_read_hits(c, req) : 0;
 	for (uint64_t i = 0; i <= n; i++) {
 		bool hit = false;
 
@@ -450,6 +457,45 @@ static int read_hits(struct wc_cache *c, struct wc_request *req, bool misses)
 			run_n = 0;
 			if (ret)
 				break;
+		}
+	}
+	free(bounce);
+	return ret ? ret : all;
+}
+
+/* The block medium's: its hits are device reads, a batch at a time (runs
+ * contiguous on the device as one), into the request's buffer where a
+ * batch lands in one, else through a bounce buffer. */
+#define BLK_HITS_BATCH 64u
+
+static int blk_read_hits(struct wc_cache *c, struct wc_request *req)
+{
+	uint32_t bs = c->layout.block_size;
+	uint64_t first = req->offset >> c->block_shift, n = req->len >> c->block_shift;
+	char *bounce = NULL;
+	bool miss[BLK_HITS_BATCH];
+	int ret = 0;
+	bool all = true;
+
+	for (uint64_t i = 0; i < n && !ret; i += BLK_HITS_BATCH) {
+		unsigned k = n - i < BLK_HITS_BATCH ? (unsigned)(n - i) : BLK_HITS_BATCH;
+		char *dst = flat_at(req, i * bs, (size_t)k * bs);
+
+		if (!dst && !bounce && !(bounce = malloc((size_t)BLK_HITS_BATCH * bs))) {
+			ret = wc_err(-ENOMEM, "%s read: bounce buffer", c->cache_path);
+			break;
+		}
+		ret = wc_blk_read_cached(c, dst ? dst : bounce, first + i, k, miss);
+		for (unsigned j = 0, e; !ret && j < k; j = e) {
+			for (e = j + 1; e < k && miss[e] == miss[j]; e++)
+				;
+			if (!miss[j]) {
+				if (!dst)
+					scatter(req, (i + j) * bs, bounce + (size_t)j * bs, (size_t)(e - j) * bs);
+				continue;
+			}
+			all = false;
+			ret = miss_submit(c, req, (i + j) * bs, (size_t)(e - j) * bs);
 		}
 	}
 	free(bounce);
@@ -576,7 +622,7 @@ int wc_submit(wc_cache *c, struct wc_request *req)
 		return ret;
 	}
 	/* No thread of ours: only what the host's polls can finish. */
-	if (req->op == WC_REQ_READ && !c->blk) {
+	if (req->op == WC_REQ_READ) {
 		pthread_mutex_lock(&a->lock);
 		ret = efd_locked(c, a);
 		pthread_mutex_unlock(&a->lock);
@@ -598,9 +644,9 @@ int wc_submit(wc_cache *c, struct wc_request *req)
 		ret = wc_err(-EAGAIN, "%s submit write at %llu: no free block; the host's wc_poll_timeout "
 		             "calls make room (write-back)", c->cache_path, (unsigned long long)req->offset);
 	} else {
-		/* The block medium's device I/O, writes around the cache in
-		 * cleaner mode, discards, write-back: the synchronous call,
-		 * here. */
+		/* The block medium's writes and flushes, writes around the
+		 * cache in cleaner mode, discards, write-back: the
+		 * synchronous call, here. */
 		ssize_t res = run(c, req);
 
 		if (req->op != WC_REQ_READ && req->op != WC_REQ_WRITE && res > 0)

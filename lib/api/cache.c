@@ -91,6 +91,7 @@ static void cache_free(struct wc_cache *c, bool close_origin)
 		wc_blk_log_fini(c);
 		wc_blk_device_close(c);
 		free(c->blk->wb.buf);
+		free(c->blk->wb.job);
 		free(c->blk);
 		c->blk = NULL;
 	}

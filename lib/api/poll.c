@@ -15,7 +15,8 @@
  *                             submit, reap, flush, free -- never a wait.
  *
  * The origin announces its completions on no descriptor, so while any of
- * its requests are out the deadline is WC_HOST_ORIGIN_POLL_MS.
+ * its requests are out the deadline is WC_HOST_ORIGIN_POLL_MS; so is the
+ * block medium's device while its records are in flight.
  *
  * A synchronous write that finds no free block (no_threads) waits for
  * these steps: for another thread's, when one polls (the host's loop), or
@@ -41,13 +42,15 @@ int wc_host_work(struct wc_cache *c, unsigned budget)
 {
 	int units = 0, ret;
 
-	if (c->blk) {
-		/* The block medium's steps are its synchronous ones. */
-		ret = wc_blk_wb_step(c, false);
-		return ret;
-	}
 	if (wc_async_origin_busy(c) && wc_origin_poll(&c->origin, 0, 0) > 0)
 		units++;
+	if (c->blk) {
+		/* Its records' completions, autocommit, summaries, a segment's
+		 * write-back in steps that do not wait for the origin, reclaim
+		 * (device I/O, synced). */
+		ret = wc_blk_wb_step(c, false);
+		return ret < 0 ? ret : units + ret;
+	}
 	if (wc_has_error(c))
 		return units;
 	if ((unsigned)units < budget &&
@@ -73,15 +76,10 @@ int wc_host_work_deadline_ms(struct wc_cache *c)
 	int due = -1;
 
 	if (c->blk) {
-		uint64_t unflushed = atomic_load(&c->blk->unflushed_blocks);
-		uint32_t since;
-
-		if (wc_writeback_due(c))
-			return 0;
-		if (!unflushed || !c->cfg.autocommit_ms)
-			return -1; /* idle until the host's next request */
-		since = wc_now_ms(c) - (uint32_t)atomic_load(&c->blk->first_unflushed_ms);
-		return since >= c->cfg.autocommit_ms ? 0 : (int)(c->cfg.autocommit_ms - since);
+		due = wc_blk_wb_deadline_ms(c);
+		if ((wc_async_origin_busy(c) || wc_blk_aio_busy(c)) && (due < 0 || due > WC_HOST_ORIGIN_POLL_MS))
+			due = WC_HOST_ORIGIN_POLL_MS;
+		return due;
 	}
 	if (wc_async_origin_busy(c))
 		due = WC_HOST_ORIGIN_POLL_MS;

@@ -149,6 +149,10 @@ struct wc_blk {
 		bool running, stop;
 		bool kick;
 		bool active;                 /* between the watermarks, on the way down */
+		bool waiting;                /* the last step found the oldest segment not
+		                                ready (records in flight, no summary yet) */
+		struct wb_job *job;          /* the segment under write-back (writeback.c) */
+		bool job_out;                /* its requests are out (the deadline's) */
 		pthread_mutex_t step;        /* one step at a time (thread, wc_poll, wc_writeback) */
 		unsigned all_requests;       /* wc_writeback callers waiting */
 		uint64_t rounds_done;
@@ -230,6 +234,10 @@ int wc_blk_seg_alloc(struct wc_cache *c, struct wc_blk_seg *sg, uint64_t seg);
 /* io.c */
 ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t offset, bool fua);
 ssize_t wc_blk_read(struct wc_cache *c, void *buf, size_t len, uint64_t offset);
+/* The cached ones of blocks [block, block + n) into buf; miss[i] says
+ * which it left for the caller to read from the origin (an event loop's
+ * read: without waiting for it).  0 or -errno. */
+int wc_blk_read_cached(struct wc_cache *c, void *buf, uint64_t block, unsigned n, bool *miss);
 int wc_blk_flush(struct wc_cache *c, bool count);
 int wc_blk_discard(struct wc_cache *c, uint64_t offset, uint64_t len);
 /* A record without FUA of n blocks and len bytes reached the device. */
@@ -253,6 +261,17 @@ void wc_blk_aio_submit(struct wc_cache *c, struct wc_blk_aslot *s);
 bool wc_blk_aio_read(struct wc_cache *c, void *dst, uint64_t where, size_t len);
 /* Wait for the records in flight now (wc_flush). */
 int wc_blk_aio_drain(struct wc_cache *c);
+/* no_threads: complete the records the device finished, without waiting.
+ * Their count, or -errno (the cache is then in error state). */
+int wc_blk_aio_poll(struct wc_cache *c);
+/* no_threads: complete at least one record in flight, waiting up to `ms`
+ * for the device (a wait for records no thread of ours reaps). */
+void wc_blk_aio_wait(struct wc_cache *c, unsigned ms);
+/* Whether records complete without anyone's polls: a completion thread
+ * reaps them, or they are written inline. */
+bool wc_blk_aio_reaper(struct wc_cache *c);
+/* Records in flight (the host's next poll is due soon). */
+bool wc_blk_aio_busy(struct wc_cache *c);
 
 /* recover.c */
 int wc_blk_format(struct wc_cache *c, uint64_t origin_size, const struct wc_pmem_origin_id *id);
@@ -268,6 +287,9 @@ int wc_blk_writeback_all(struct wc_cache *c);
 /* One step of the thread's work (wc_poll and the thread): autocommit,
  * summaries, write-back, reclaim.  Returns units done or -errno. */
 int wc_blk_wb_step(struct wc_cache *c, bool all);
+/* Milliseconds until wc_blk_wb_step has work (0 = now, -1 = none until
+ * the host's next request): an event loop's deadline. */
+int wc_blk_wb_deadline_ms(struct wc_cache *c);
 void wc_blk_wb_stats(struct wc_cache *c, struct wc_stats *st);
 
 /* The medium's hooks for the core (bind.c): struct wc_medium_ops. */

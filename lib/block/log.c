@@ -261,8 +261,21 @@ int wc_blk_reserve_discard(struct wc_cache *c, uint64_t first, uint32_t len, str
 	 * flight would publish after the drop pass.  Discards are rare; the
 	 * wait is for device writes already issued, never for the origin. */
 	pthread_mutex_lock(&b->log.lock);
-	while (b->log.inflight[r->epoch ^ 1u])
-		pthread_cond_wait(&b->log.epoch_done, &b->log.lock);
+	while (b->log.inflight[r->epoch ^ 1u]) {
+		struct timespec ts;
+
+		if (wc_blk_aio_reaper(c)) {
+			pthread_cond_wait(&b->log.epoch_done, &b->log.lock);
+			continue;
+		}
+		/* Without threads no one else may reap them. */
+		pthread_mutex_unlock(&b->log.lock);
+		wc_blk_aio_wait(c, 1);
+		pthread_mutex_lock(&b->log.lock);
+		ts = wc_clock_deadline_ms(1);
+		if (b->log.inflight[r->epoch ^ 1u])
+			pthread_cond_timedwait(&b->log.epoch_done, &b->log.lock, &ts);
+	}
 	pthread_mutex_unlock(&b->log.lock);
 	return 0;
 }

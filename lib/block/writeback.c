@@ -180,15 +180,78 @@ static void finish(struct wc_cache *c, const struct wb_item *it, unsigned n, boo
  * from the cache device to write back 20. */
 #define WB_READ_GAP (16u << 10)
 
-/* Read a window of the segment -- its items' data, runs closer than
- * WB_READ_GAP read as one, all reads submitted together -- and write its
- * items to the origin, runs contiguous there as one request.  Returns the
- * items taken (they fit the buffer), or -errno. */
-static int write_window(struct wc_cache *c, const struct wb_item *it, unsigned n)
+/*
+ * A segment's write-back is a job that lives across steps: its windows'
+ * origin writes, then the origin's flush, are requests in flight, so that
+ * without threads (the host's wc_poll drives the cache) a step submits or
+ * reaps and returns -- the epoll example's loop on the block medium spent
+ * 5-20 ms per step waiting for a slow origin -- while the thread and
+ * wc_writeback wait for each.  One job at a time (under wb.step): segments
+ * reach the origin in ring order.
+ */
+struct wb_req {
+	struct wc_origin_io io; /* first: done() gets it */
+	struct iovec iov;
+	struct wb_job *job;
+	ssize_t res;
+};
+
+struct wb_job {
+	uint64_t seg;
+	struct wb_item *it;          /* NULL: no job */
+	unsigned n, next;            /* its items; the first not yet written */
+	unsigned k, nr;              /* the window out: its items, its requests */
+	int submit_err;              /* the window's submission stopped on it */
+	bool flushing;
+	struct wb_req flush;
+	atomic_uint pending;         /* requests out; last touched by done() */
+	struct wb_req req[WB_MAX_BLOCKS];
+};
+
+/* In whatever thread polls the origin. */
+static void req_done(struct wc_origin_io *io, ssize_t res)
+{
+	struct wb_req *r = (struct wb_req *)io;
+
+	r->res = res;
+	atomic_fetch_sub_explicit(&r->job->pending, 1, memory_order_release);
+}
+
+static int req_submit(struct wc_cache *c, struct wb_job *j, struct wb_req *r)
+{
+	int ret;
+
+	r->io.done = req_done;
+	r->io.priv = r;
+	r->job = j;
+	r->res = 0;
+	atomic_fetch_add_explicit(&j->pending, 1, memory_order_relaxed);
+	ret = wc_origin_submit(&c->origin, &r->io);
+	if (ret)
+		atomic_fetch_sub_explicit(&j->pending, 1, memory_order_relaxed);
+	return ret;
+}
+
+/* Reads of one window that a gap of this many bytes or less does not
+ * split: reading the gap (headers, superseded versions) costs less than
+ * one more request.  A segment written back soon after it was written is
+ * dense (one sequential read: one 4 KiB read per version drained 12 MB/s
+ * where raw libaio wrote 227); one written back after most of its blocks
+ * were written again is sparse (a hot set a quarter of the ring: about 3 %
+ * of its versions current), and one read over all of it read 400-600 MB/s
+ * from the cache device to write back 20. */
+#define WB_READ_GAP (16u << 10)
+
+/* Read the job's next window -- its items' data, runs closer than
+ * WB_READ_GAP read as one, all reads submitted together -- and send its
+ * items to the origin, runs contiguous there as one request.  0 or -errno
+ * (a submission refused: the requests sent before it are out). */
+static int window_submit(struct wc_cache *c, struct wb_job *j)
 {
 	struct wc_blk *b = c->blk;
 	uint32_t bs = c->layout.block_size;
-	struct wc_origin_range r[WB_MAX_BLOCKS];
+	const struct wb_item *it = j->it + j->next;
+	unsigned n = j->n - j->next;
 	struct wc_blk_rd rd[WC_BLK_RD_MAX] = { { 0 } };
 	size_t src[WB_MAX_BLOCKS], used = 0;
 	unsigned nr = 0, n_rd = 0, k = 0;
@@ -227,24 +290,82 @@ static int write_window(struct wc_cache *c, const struct wb_item *it, unsigned n
 		 * one not yet moved): a run of origin blocks written one after
 		 * the other becomes one origin request. */
 		char *data = buf + (size_t)i * bs;
+		struct iovec *last = nr ? &j->req[nr - 1].iov : NULL;
 
 		if (src[i] != (size_t)i * bs)
 			memmove(data, buf + src[i], bs);
-
-		if (nr && r[nr - 1].offset + r[nr - 1].len == (it[i].origin << c->block_shift) &&
-		    (char *)r[nr - 1].buf + r[nr - 1].len == data &&
-		    r[nr - 1].len < ((size_t)c->cfg.writeback_max_io_kib << 10)) {
-			r[nr - 1].len += bs;
+		if (last && j->req[nr - 1].io.offset + last->iov_len == (it[i].origin << c->block_shift) &&
+		    (char *)last->iov_base + last->iov_len == data &&
+		    last->iov_len < ((size_t)c->cfg.writeback_max_io_kib << 10)) {
+			last->iov_len += bs;
 			continue;
 		}
-		r[nr++] = (struct wc_origin_range){ data, bs, it[i].origin << c->block_shift };
+		j->req[nr].iov = (struct iovec){ data, bs };
+		j->req[nr].io = (struct wc_origin_io){ .op = WC_ORIGIN_WRITE, .iov = &j->req[nr].iov,
+		                                       .iovcnt = 1, .offset = it[i].origin << c->block_shift };
+		nr++;
 	}
-	ret = wc_origin_rw_many(&c->origin, WC_ORIGIN_WRITE, r, nr);
-	if (ret)
-		return ret;
-	b->wb.ios += nr;
-	b->wb.bytes += (uint64_t)k * bs;
-	return (int)k;
+	j->k = k;
+	j->nr = 0;
+	j->submit_err = 0;
+	/* All out first: a remote origin pays its latency once per window. */
+	for (unsigned i = 0; i < nr; i++) {
+		ret = req_submit(c, j, &j->req[i]);
+		if (ret) {
+			j->submit_err = wc_err(ret, "origin %s: write-back write at %llu refused: %s",
+			                       wc_origin_describe(&c->origin),
+			                       (unsigned long long)j->req[i].io.offset, wc_errmsg());
+			break;
+		}
+		j->nr++;
+	}
+	return j->submit_err;
+}
+
+/* The window's requests are all back: one that failed or came back short
+ * is done again synchronously (its message names it), as a failure that
+ * lasts is a failed attempt.  0 or -errno. */
+static int window_end(struct wc_cache *c, struct wb_job *j)
+{
+	struct wc_blk *b = c->blk;
+	int ret = j->submit_err;
+
+	for (unsigned i = 0; i < j->nr && !ret; i++) {
+		struct wb_req *r = &j->req[i];
+		size_t len = r->iov.iov_len;
+
+		if (r->res == (ssize_t)len)
+			continue;
+		if (r->res > 0 && (size_t)r->res < len)
+			ret = wc_origin_rw_sync(&c->origin, WC_ORIGIN_WRITE, (char *)r->iov.iov_base + r->res,
+			                        len - (size_t)r->res, r->io.offset + (uint64_t)r->res);
+		else
+			ret = wc_origin_rw_sync(&c->origin, WC_ORIGIN_WRITE, r->iov.iov_base, len, r->io.offset);
+	}
+	if (!ret) {
+		b->wb.ios += j->nr;
+		b->wb.bytes += (uint64_t)j->k * c->layout.block_size;
+		j->next += j->k;
+	}
+	j->nr = j->k = 0;
+	j->submit_err = 0;
+	return ret;
+}
+
+/* True once none of the job's requests is out; with `wait`, waits. */
+static bool job_reaped(struct wc_cache *c, struct wb_job *j, bool wait)
+{
+	static const struct timespec pause = { 0, 100 * 1000 };
+
+	while (atomic_load_explicit(&j->pending, memory_order_acquire)) {
+		int r = wc_origin_poll(&c->origin, wait, wait ? 1000000 : 0);
+
+		if (!wait)
+			return !atomic_load_explicit(&j->pending, memory_order_acquire);
+		if (r < 0)
+			nanosleep(&pause, NULL);
+	}
+	return true;
 }
 
 static void note_failure(struct wc_cache *c, int err, unsigned blocks)
@@ -257,16 +378,14 @@ static void note_failure(struct wc_cache *c, int err, unsigned blocks)
 	wc_wb_attempt_failed(c, err, blocks);
 }
 
-/* Write back the oldest dirty segment.  1: done, 0: not ready yet (records
- * in flight, or its summary not written), -errno. */
-static int writeback_segment(struct wc_cache *c)
+/* Begin the write-back of the oldest dirty segment.  1: begun, 0: not
+ * ready yet (records in flight, or its summary not written), -errno. */
+static int job_begin(struct wc_cache *c, struct wb_job *j)
 {
 	struct wc_blk *b = c->blk;
 	struct wc_blk_seg *sg;
-	struct wb_item *it;
-	unsigned n;
 	uint64_t seg;
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&b->log.lock);
 	seg = b->log.clean;
@@ -290,25 +409,29 @@ static int writeback_segment(struct wc_cache *c)
 			return ret;
 		if (!sg->summarized)
 			return 0;
-		ret = 0; /* the count of summaries written */
 	}
-	it = malloc(sg->n_live * sizeof(*it) + 1);
-	if (!it)
+	j->it = malloc(sg->n_live * sizeof(*j->it) + 1);
+	if (!j->it)
 		return wc_err(-ENOMEM, "%s: write-back list", c->cache_path);
-	n = collect(c, sg, it);
-	for (unsigned i = 0; i < n;) {
-		int k = write_window(c, it + i, n - i);
+	j->seg = seg;
+	j->n = collect(c, sg, j->it);
+	j->next = j->k = j->nr = 0;
+	j->submit_err = 0;
+	j->flushing = false;
+	__atomic_store_n(&b->wb.job_out, true, __ATOMIC_RELAXED);
+	return 1;
+}
 
-		if (k < 0) {
-			ret = k;
-			break;
-		}
-		i += (unsigned)k;
-	}
-	if (!ret && n)
-		ret = wc_origin_flush(&c->origin);
-	finish(c, it, n, ret == 0);
-	free(it);
+/* The job's end: its versions clean (ret 0) or dirty again. */
+static int job_end(struct wc_cache *c, struct wb_job *j, int ret)
+{
+	struct wc_blk *b = c->blk;
+	unsigned n = j->n;
+
+	finish(c, j->it, n, ret == 0);
+	free(j->it);
+	j->it = NULL;
+	__atomic_store_n(&b->wb.job_out, false, __ATOMIC_RELAXED);
 	if (ret) {
 		if (!wc_has_error(c))
 			note_failure(c, ret, n);
@@ -316,9 +439,58 @@ static int writeback_segment(struct wc_cache *c)
 	}
 	wc_wb_attempt_ok(c);
 	pthread_mutex_lock(&b->log.lock);
-	b->log.clean = seg + 1;
+	b->log.clean = j->seg + 1;
 	pthread_mutex_unlock(&b->log.lock);
 	return 1;
+}
+
+/* Write back the oldest dirty segment, or go on with the one begun.  1:
+ * done, 0: not ready yet, -EINPROGRESS: its requests are out (without
+ * `wait`), -errno. */
+static int writeback_segment(struct wc_cache *c, bool wait)
+{
+	struct wb_job *j = c->blk->wb.job;
+	int ret;
+
+	if (!j->it) {
+		ret = job_begin(c, j);
+		if (ret <= 0)
+			return ret;
+		if (j->n && (ret = window_submit(c, j)) && !atomic_load(&j->pending))
+			return job_end(c, j, ret);
+	}
+	for (;;) {
+		if (!job_reaped(c, j, wait))
+			return -EINPROGRESS;
+		if (j->flushing)
+			return job_end(c, j, j->flush.res < 0 ? (int)j->flush.res : 0);
+		if (j->nr || j->submit_err) {
+			ret = window_end(c, j);
+			if (ret)
+				return job_end(c, j, ret);
+		}
+		if (j->next < j->n) {
+			ret = window_submit(c, j);
+			if (ret && !atomic_load(&j->pending))
+				return job_end(c, j, ret);
+			continue;
+		}
+		if (!j->n)
+			return job_end(c, j, 0);
+		if (wc_origin_async_flush(&c->origin)) {
+			j->flush.io = (struct wc_origin_io){ .op = WC_ORIGIN_FLUSH };
+			ret = req_submit(c, j, &j->flush);
+			if (!ret) {
+				j->flushing = true;
+				continue;
+			}
+			if (ret != -EINVAL && ret != -EOPNOTSUPP)
+				return job_end(c, j, ret);
+			/* Refused (an old kernel's aio has no fdsync): flush()
+			 * here. */
+		}
+		return job_end(c, j, wc_origin_flush(&c->origin));
+	}
 }
 
 static bool reclaim_due(struct wc_cache *c, bool all)
@@ -392,6 +564,11 @@ int wc_blk_wb_step(struct wc_cache *c, bool all)
 
 	if (wc_has_error(c))
 		return -EIO;
+	/* Without threads the records' completions are the host's polls'. */
+	ret = wc_blk_aio_poll(c);
+	if (ret < 0)
+		return ret;
+	units += ret > 0;
 	pthread_mutex_lock(&b->wb.step);
 	if (autocommit_due(c)) {
 		ret = wc_blk_flush(c, false);
@@ -409,8 +586,16 @@ int wc_blk_wb_step(struct wc_cache *c, bool all)
 	 * wc_writeback waits it out. */
 	if (all)
 		wc_wb_backoff_wait(c);
-	while (!wc_wb_retry_in_ns(c) && wb_due(c, all, &b->wb.active)) {
-		ret = writeback_segment(c);
+	b->wb.waiting = false;
+	/* A job begun goes on whatever is due now: its versions are marked
+	 * under write-back until it ends. */
+	while (b->wb.job->it || (!wc_wb_retry_in_ns(c) && wb_due(c, all, &b->wb.active))) {
+		ret = writeback_segment(c, all || !c->cfg.no_threads);
+		if (ret == -EINPROGRESS) {
+			ret = 0;
+			break;
+		}
+		b->wb.waiting = ret == 0;
 		if (ret <= 0)
 			break;
 		units++;
@@ -429,6 +614,53 @@ int wc_blk_wb_step(struct wc_cache *c, bool all)
 out:
 	pthread_mutex_unlock(&b->wb.step);
 	return ret < 0 ? ret : units;
+}
+
+/* Write-back that waits for records in flight is looked at again in a
+ * millisecond (aio.c's completions are reaped by the same polls). */
+#define WB_NOT_READY_MS 1
+
+int wc_blk_wb_deadline_ms(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+	bool active = b->wb.active; /* the step's to change */
+	uint64_t unflushed = atomic_load(&b->unflushed_blocks);
+	int due = -1;
+
+	if (wc_has_error(c))
+		return -1;
+	if (autocommit_due(c) || reclaim_due(c, false))
+		return 0;
+	if (__atomic_load_n(&b->wb.job_out, __ATOMIC_RELAXED))
+		return WB_NOT_READY_MS; /* its requests are out */
+	if (wb_due(c, false, &active)) {
+		uint64_t ns = wc_wb_retry_in_ns(c);
+
+		if (ns)
+			return (int)((ns + 999999) / 1000000);
+		return b->wb.waiting ? WB_NOT_READY_MS : 0;
+	}
+	if (unflushed && c->cfg.autocommit_ms) {
+		uint32_t since = wc_now_ms(c) - (uint32_t)atomic_load(&b->first_unflushed_ms);
+
+		due = since >= c->cfg.autocommit_ms ? 0 : (int)(c->cfg.autocommit_ms - since);
+	}
+	if (c->cfg.max_age_ms) {
+		struct wc_blk_seg *sg;
+		int left = -1;
+
+		pthread_mutex_lock(&b->log.lock);
+		sg = &b->log.segs[b->log.clean % b->g.n_segments];
+		if (dirty_segments(b) && sg->closed) {
+			uint32_t age = wc_now_ms(c) - sg->closed_ms;
+
+			left = age >= c->cfg.max_age_ms ? 0 : (int)(c->cfg.max_age_ms - age);
+		}
+		pthread_mutex_unlock(&b->log.lock);
+		if (left >= 0 && (due < 0 || left < due))
+			due = left;
+	}
+	return due;
 }
 
 /* ---- the thread ---------------------------------------------------------- */
@@ -480,6 +712,9 @@ int wc_blk_wb_start(struct wc_cache *c)
 	if (!b->wb.buf)
 		return wc_err(-ENOMEM, "%s: write-back buffer", c->cache_path);
 	b->wb.buf_len = len;
+	b->wb.job = calloc(1, sizeof(*b->wb.job));
+	if (!b->wb.job)
+		return wc_err(-ENOMEM, "%s: write-back state", c->cache_path);
 	/* Its own context: the records' completions are reaped elsewhere.
 	 * Without one (fs.aio-max-nr spent), reads go one by one. */
 	if (!b->io && io_setup(WC_BLK_RD_MAX, &b->wb.ctx) < 0)
@@ -506,6 +741,14 @@ void wc_blk_wb_stop(struct wc_cache *c)
 		pthread_mutex_unlock(&b->wb.lock);
 		pthread_join(b->wb.thread, NULL);
 		b->wb.running = false;
+	}
+	if (b->wb.job && b->wb.job->it) {
+		/* The host's steps left a segment's requests out: it ends
+		 * here, waited for (its reads use the context below). */
+		pthread_mutex_lock(&b->wb.step);
+		if (b->wb.job->it)
+			writeback_segment(c, true);
+		pthread_mutex_unlock(&b->wb.step);
 	}
 	if (b->wb.ctx) {
 		io_destroy(b->wb.ctx);
@@ -534,7 +777,9 @@ int wc_blk_writeback_all(struct wc_cache *c)
 		pthread_mutex_unlock(&b->log.lock);
 		if (clean > head || (clean == head && head_empty))
 			break;
-		if (ret == 0) {
+		if (ret == 0 && wc_blk_aio_busy(c) && !wc_blk_aio_reaper(c)) {
+			wc_blk_aio_wait(c, 1); /* ours to reap */
+		} else if (ret == 0) {
 			/* Records of the head still in flight: let them end. */
 			struct timespec ts = { 0, 1000000 };
 
