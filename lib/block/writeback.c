@@ -108,13 +108,8 @@ static bool wb_due(struct wc_cache *c, bool all, bool *active)
 	return due;
 }
 
-struct wb_item {
-	uint32_t idx;
-	uint64_t origin, where;
-};
-
 /* Mark the current dirty versions of segment sg as under write-back. */
-static unsigned collect(struct wc_cache *c, struct wc_blk_seg *sg, struct wb_item *out)
+static unsigned collect(struct wc_cache *c, struct wc_blk_seg *sg, struct wc_blk_wb_item *out)
 {
 	struct wc_blk *b = c->blk;
 	uint64_t lo = wc_blk_seg_offset(&b->g, sg->seg), hi = lo + b->g.seg_data_bytes;
@@ -133,16 +128,14 @@ static unsigned collect(struct wc_cache *c, struct wc_blk_seg *sg, struct wb_ite
 		    (e->flags & (WC_E_CURRENT | WC_E_CLEAN | WC_E_WB)) == WC_E_CURRENT &&
 		    wc_blk_where(e) >= lo && wc_blk_where(e) < hi) {
 			wc_entry_set_flags(e, e->flags | WC_E_WB);
-			out[n++] = (struct wb_item){ sg->live[i].idx, origin, wc_blk_where(e) };
+			out[n++] = (struct wc_blk_wb_item){ sg->live[i].idx, origin, wc_blk_where(e) };
 		}
 		wc_spin_unlock(&s->lock);
 	}
 	return n;
 }
 
-/* Write-back's end for these versions: clean (ok) or dirty again; those
- * superseded meanwhile are freed now. */
-static void finish(struct wc_cache *c, const struct wb_item *it, unsigned n, bool ok)
+void wc_blk_wb_finish(struct wc_cache *c, const struct wc_blk_wb_item *it, unsigned n, bool ok)
 {
 	uint32_t dead[256];
 	unsigned n_dead = 0;
@@ -180,11 +173,7 @@ static void finish(struct wc_cache *c, const struct wb_item *it, unsigned n, boo
  * from the cache device to write back 20. */
 #define WB_READ_GAP (16u << 10)
 
-/* Read a window of the segment -- its items' data, runs closer than
- * WB_READ_GAP read as one, all reads submitted together -- and write its
- * items to the origin, runs contiguous there as one request.  Returns the
- * items taken (they fit the buffer), or -errno. */
-static int write_window(struct wc_cache *c, const struct wb_item *it, unsigned n)
+int wc_blk_wb_write_window(struct wc_cache *c, const struct wc_blk_wb_item *it, unsigned n)
 {
 	struct wc_blk *b = c->blk;
 	uint32_t bs = c->layout.block_size;
@@ -263,7 +252,7 @@ static int writeback_segment(struct wc_cache *c)
 {
 	struct wc_blk *b = c->blk;
 	struct wc_blk_seg *sg;
-	struct wb_item *it;
+	struct wc_blk_wb_item *it;
 	unsigned n;
 	uint64_t seg;
 	int ret = 0;
@@ -297,7 +286,7 @@ static int writeback_segment(struct wc_cache *c)
 		return wc_err(-ENOMEM, "%s: write-back list", c->cache_path);
 	n = collect(c, sg, it);
 	for (unsigned i = 0; i < n;) {
-		int k = write_window(c, it + i, n - i);
+		int k = wc_blk_wb_write_window(c, it + i, n - i);
 
 		if (k < 0) {
 			ret = k;
@@ -307,7 +296,7 @@ static int writeback_segment(struct wc_cache *c)
 	}
 	if (!ret && n)
 		ret = wc_origin_flush(&c->origin);
-	finish(c, it, n, ret == 0);
+	wc_blk_wb_finish(c, it, n, ret == 0);
 	free(it);
 	if (ret) {
 		if (!wc_has_error(c))
