@@ -10,9 +10,11 @@
  * refused with a message.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #include "testmain.h"
 #include "wbtest.h"
@@ -351,6 +353,83 @@ START_TEST(test_invalidate_races_writes)
 }
 END_TEST
 
+/* The process dies after the invalidation, the cache not closed: the
+ * open segment has no summary, and recovery finds the cache-only record by
+ * its header (an origin file here: the fault origin would die with the
+ * process). */
+START_TEST(test_invalidate_survives_kill)
+{
+	char origin_file[PATH_MAX];
+	const char *dir = getenv("WC_TEST_DISK_DIR");
+	struct model *m = model_new(ORIGIN_BLOCKS);
+	uint8_t *buf = aligned_alloc(4096, BS);
+	struct wc_config cfg;
+	wc_cache *c = NULL;
+	int fd, status;
+	pid_t pid;
+
+	block_file();
+	snprintf(origin_file, sizeof(origin_file), "%s/wcrange-%d.origin", dir && *dir ? dir : "/var/tmp",
+	         (int)getpid());
+	fd = open(origin_file, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)ORIGIN_BLOCKS * BS), 0);
+	parse_opts(&cfg, "medium=block,cache_size=2M," QUIET, false);
+	ck_assert_msg(wc_create(&c, block_path, origin_file, &cfg) == 0, "%s", wc_errmsg());
+	ck_assert_int_eq(wc_close(c), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct done_log d = { 0 };
+		struct wc_request req;
+
+		if (wc_open(&c, block_path, origin_file, NULL))
+			_exit(2);
+		for (uint64_t b = 0; b < 64; b++) {
+			ct_fill_block(buf, BS, b, b + 1);
+			if (wc_write(c, buf, BS, b * BS, 0) != BS)
+				_exit(3);
+		}
+		wc_request_init(&req);
+		req.op = WC_REQ_INVALIDATE;
+		req.offset = 8 * BS;
+		req.len = 16 * BS;
+		req.done = on_done;
+		req.priv = &d;
+		if (wc_submit(c, &req))
+			_exit(4);
+		for (unsigned i = 0; i < 20000 && !d.calls; i++)
+			wc_poll_timeout(c, 64, 1);
+		if (d.calls != 1 || d.res != 0)
+			_exit(5);
+		/* Acknowledged beside the range, durable, not written back. */
+		if (wc_flush(c))
+			_exit(6);
+		raise(SIGKILL);
+		_exit(7);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child status 0x%x", status);
+	for (uint64_t b = 0; b < 64; b++)
+		m->v[b] = b + 1;
+	/* The origin changed behind the dead cache's back. */
+	for (uint64_t b = 8; b < 24; b++) {
+		ct_fill_block(buf, BS, b, 7000);
+		ck_assert_int_eq(pwrite(fd, buf, BS, (off_t)(b * BS)), BS);
+		m->v[b] = 7000;
+	}
+	ck_assert_int_eq(fsync(fd), 0);
+	ck_assert_msg(wc_open(&c, block_path, origin_file, NULL) == 0, "%s", wc_errmsg());
+	ck_assert_uint_eq(stats(c).dirty_blocks, 48);
+	model_check_cache(c, m, "reopened after the kill");
+	ck_assert_int_eq(wc_close(c), 0);
+	close(fd);
+	unlink(origin_file);
+	free(buf);
+	model_free(m);
+}
+END_TEST
+
 /* ---- failures ---- */
 
 /* The origin refuses writes: the range's write-back and its invalidation
@@ -453,6 +532,7 @@ static Suite *range_suite(void)
 	tcase_add_test(tc, test_invalidate_drops_range);
 	tcase_add_test(tc, test_invalidate_then_write);
 	tcase_add_test(tc, test_invalidate_races_writes);
+	tcase_add_test(tc, test_invalidate_survives_kill);
 	tcase_add_test(tc, test_origin_fails);
 	tcase_add_test(tc, test_bad_ranges);
 	suite_add_tcase(s, tc);
