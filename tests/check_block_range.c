@@ -7,7 +7,7 @@
  * origin, which the tests change behind the cache's back), durably across
  * a reopen, without losing a write that lands after or during it; a
  * failing origin is the caller's error, never the cache's; bad ranges are
- * refused with a message.
+ * refused with a message.  With the cache's threads and without.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +25,10 @@
 #define QUIET "high_watermark=100,low_watermark=99,max_age_ms=0"
 
 static char block_path[PATH_MAX];
+/* The loop's run: 0 with the cache's threads, 1 without (the block
+ * medium's range requests then run inside wc_submit). */
+static const char *mode_opts[] = { QUIET, QUIET ",no_threads=1" };
+static const char *opts_now = QUIET;
 
 static void block_file(void)
 {
@@ -50,12 +54,19 @@ static wc_cache *create_block_on(struct fault_origin *fo, const char *opts)
 	return c;
 }
 
+/* A cache in the loop's mode, which reopen_block_on keeps. */
+static wc_cache *create_mode(struct fault_origin *fo, int i)
+{
+	opts_now = mode_opts[i];
+	return create_block_on(fo, opts_now);
+}
+
 static wc_cache *reopen_block_on(struct fault_origin *fo)
 {
 	struct wc_config cfg;
 	wc_cache *c = NULL;
 
-	parse_opts(&cfg, QUIET, true);
+	parse_opts(&cfg, opts_now, true);
 	ck_assert_msg(wc_open_origin(&c, block_path, fault_origin_origin(fo), &cfg) == 0, "%s", wc_errmsg());
 	return c;
 }
@@ -155,7 +166,7 @@ START_TEST(test_writeback_range_only)
 {
 	struct fault_origin *fo = new_origin(ORIGIN_BLOCKS);
 	struct model *m = model_new(ORIGIN_BLOCKS);
-	wc_cache *c = create_block_on(fo, QUIET);
+	wc_cache *c = create_mode(fo, _i);
 	struct fault_origin_counters fc;
 
 	/* Blocks 10..19 twice: their first versions stay in older segments. */
@@ -209,7 +220,7 @@ START_TEST(test_invalidate_drops_range)
 {
 	struct fault_origin *fo = new_origin(ORIGIN_BLOCKS);
 	struct model *m = model_new(ORIGIN_BLOCKS);
-	wc_cache *c = create_block_on(fo, QUIET);
+	wc_cache *c = create_mode(fo, _i);
 	uint64_t hits0;
 
 	for (uint64_t b = 0; b < 64; b++)
@@ -253,7 +264,7 @@ START_TEST(test_invalidate_then_write)
 {
 	struct fault_origin *fo = new_origin(ORIGIN_BLOCKS);
 	struct model *m = model_new(ORIGIN_BLOCKS);
-	wc_cache *c = create_block_on(fo, QUIET);
+	wc_cache *c = create_mode(fo, _i);
 
 	for (uint64_t b = 0; b < 32; b++)
 		model_write(c, m, b, 1, 0);
@@ -307,7 +318,8 @@ static void *race_writer(void *arg)
 		for (unsigned i = 0; i < n; i++)
 			ct_fill_block(buf + (size_t)i * BS, BS, b + i, version);
 		if (wc_write(r->c, buf, (size_t)n * BS, b * BS, version % 7 ? 0 : WC_FUA) != (ssize_t)n * BS) {
-			snprintf(r->err, sizeof(r->err), "write at %llu: %s", (unsigned long long)b, wc_errmsg());
+			snprintf(r->err, sizeof(r->err), "write at %llu: %s", (unsigned long long)b,
+			         wc_errmsg());
 			break;
 		}
 		for (unsigned i = 0; i < n; i++)
@@ -322,7 +334,7 @@ START_TEST(test_invalidate_races_writes)
 {
 	struct fault_origin *fo = new_origin(ORIGIN_BLOCKS);
 	struct model *m = model_new(ORIGIN_BLOCKS);
-	wc_cache *c = create_block_on(fo, QUIET);
+	wc_cache *c = create_mode(fo, _i);
 	struct race r = { .c = c };
 	pthread_t t;
 
@@ -440,7 +452,7 @@ START_TEST(test_origin_fails)
 {
 	struct fault_origin *fo = new_origin(ORIGIN_BLOCKS);
 	struct model *m = model_new(ORIGIN_BLOCKS);
-	wc_cache *c = create_block_on(fo, QUIET);
+	wc_cache *c = create_mode(fo, _i);
 	struct done_log d;
 
 	for (uint64_t b = 0; b < 32; b++)
@@ -486,7 +498,7 @@ END_TEST
 START_TEST(test_bad_ranges)
 {
 	struct fault_origin *fo = new_origin(ORIGIN_BLOCKS);
-	wc_cache *c = create_block_on(fo, QUIET);
+	wc_cache *c = create_mode(fo, _i);
 	static const struct {
 		uint32_t op;
 		uint64_t offset, len;
@@ -528,13 +540,13 @@ static Suite *range_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, NULL, teardown);
-	tcase_add_test(tc, test_writeback_range_only);
-	tcase_add_test(tc, test_invalidate_drops_range);
-	tcase_add_test(tc, test_invalidate_then_write);
-	tcase_add_test(tc, test_invalidate_races_writes);
+	tcase_add_loop_test(tc, test_writeback_range_only, 0, 2);
+	tcase_add_loop_test(tc, test_invalidate_drops_range, 0, 2);
+	tcase_add_loop_test(tc, test_invalidate_then_write, 0, 2);
+	tcase_add_loop_test(tc, test_invalidate_races_writes, 0, 2);
 	tcase_add_test(tc, test_invalidate_survives_kill);
-	tcase_add_test(tc, test_origin_fails);
-	tcase_add_test(tc, test_bad_ranges);
+	tcase_add_loop_test(tc, test_origin_fails, 0, 2);
+	tcase_add_loop_test(tc, test_bad_ranges, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -39,6 +39,8 @@
 
 /* Versions per pass: one origin flush each, and a bounded list. */
 #define RANGE_BATCH 1024u
+/* A version to write back has WC_E_CURRENT alone of these. */
+#define DIRTY_MASK (WC_E_CURRENT | WC_E_CLEAN | WC_E_WB | WC_E_INFLIGHT)
 
 static int by_where(const void *a, const void *b)
 {
@@ -64,8 +66,7 @@ static unsigned collect_range(struct wc_cache *c, uint64_t *next, uint64_t end, 
 		/* One in flight was acknowledged after this write-back began
 		 * (its flush drained the others): its data is not on the
 		 * device yet. */
-		if (idx != WC_NIL && (c->e[idx].flags & (WC_E_CURRENT | WC_E_CLEAN | WC_E_WB | WC_E_INFLIGHT)) ==
-		                             WC_E_CURRENT) {
+		if (idx != WC_NIL && (c->e[idx].flags & DIRTY_MASK) == WC_E_CURRENT) {
 			wc_entry_set_flags(&c->e[idx], c->e[idx].flags | WC_E_WB);
 			out[n++] = (struct wc_blk_wb_item){ idx, blk, wc_blk_where(&c->e[idx]) };
 		}
@@ -124,8 +125,8 @@ static int range_locked(struct wc_cache *c, uint64_t first, uint64_t end)
 			pthread_mutex_lock(&b->wb.lock);
 			b->wb.errors++;
 			pthread_mutex_unlock(&b->wb.lock);
-			ret = wc_err(ret, "%s write-back of blocks %llu..%llu: the origin failed, the blocks stay "
-			             "dirty: %s", c->cache_path, (unsigned long long)from,
+			ret = wc_err(ret, "%s write-back of blocks %llu..%llu: the origin failed, the blocks "
+			             "stay dirty: %s", c->cache_path, (unsigned long long)from,
 			             (unsigned long long)next - 1, why);
 		}
 	}
