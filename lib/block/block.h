@@ -152,7 +152,8 @@ struct wc_blk {
 		bool running, stop;
 		bool kick;
 		bool active;                 /* between the watermarks, on the way down */
-		pthread_mutex_t step;        /* one step at a time (thread, wc_poll, wc_writeback) */
+		pthread_mutex_t step;        /* one step at a time (thread, wc_poll, wc_writeback,
+		                                range.c): no other write-back nor reclaim meanwhile */
 		unsigned all_requests;       /* wc_writeback callers waiting */
 		uint64_t rounds_done;
 		uint64_t ios, bytes, errors;

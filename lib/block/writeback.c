@@ -19,7 +19,10 @@
  *               tail (synced), and the segment is free for the head.
  *
  * Segments are written back in ring order, so a version never reaches the
- * origin after a newer one of the same block.  The origin's failures are
+ * origin after a newer one of the same block.  A range's write-back
+ * (range.c) writes current versions out of that order -- the newest, so
+ * still never an older over a newer -- and leaves them clean: a segment's
+ * write-back skips what is clean.  The origin's failures are
  * retried with backoff and do not stop the cache: what it cannot take stays
  * dirty in the ring, and the streak is the pmem write-back's
  * (writeback/outage.c): its messages, its stats, and -ENOSPC for a writer
