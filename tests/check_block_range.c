@@ -211,6 +211,45 @@ START_TEST(test_writeback_range_only)
 }
 END_TEST
 
+/* A range longer than one pass of lookups (512-byte blocks, so that the
+ * origin stays small): its dirty blocks at both ends and between reach the
+ * origin through one range request, and nothing else does. */
+START_TEST(test_writeback_long_range)
+{
+	const uint64_t nb = 150000;
+	const uint64_t dirty[] = { 0, 1, 70000, 70001, 140000, nb - 1 };
+	const size_t n_dirty = sizeof(dirty) / sizeof(dirty[0]);
+	struct fault_origin *fo = NULL;
+	uint8_t *buf = aligned_alloc(4096, 4096);
+	struct done_log d;
+	wc_cache *c;
+
+	ck_assert_int_eq(fault_origin_create(&fo, nb * 512, 512), 0);
+	opts_now = mode_opts[_i];
+	{
+		char opts[160];
+
+		snprintf(opts, sizeof(opts), "block_size=512,%s", opts_now);
+		c = create_block_on(fo, opts);
+	}
+	for (size_t i = 0; i < n_dirty; i++) {
+		ct_fill_block(buf, 512, dirty[i], 10 + i);
+		ck_assert_msg(wc_write(c, buf, 512, dirty[i] * 512, 0) == 512, "%s", wc_errmsg());
+	}
+	ck_assert_uint_eq(stats(c).dirty_blocks, n_dirty);
+	fault_origin_clear_counters(fo);
+	ck_assert_msg(range_req(c, WC_REQ_WRITEBACK, 0, nb / 8, &d) == 0, "%s", d.msg); /* BS units */
+	ck_assert_uint_eq(stats(c).dirty_blocks, 0);
+	ck_assert_uint_eq(counters(fo).bytes_written, n_dirty * 512);
+	for (size_t i = 0; i < n_dirty; i++)
+		ck_assert_int_eq(ct_block_is(fault_origin_durable(fo) + dirty[i] * 512, 512, dirty[i],
+		                             10 + i), 0);
+	ck_assert_int_eq(wc_close(c), 0);
+	free(buf);
+	fault_origin_destroy(fo);
+}
+END_TEST
+
 /* ---- invalidation ---- */
 
 /* The range leaves the cache: its dirty blocks reach the origin first, then
@@ -541,6 +580,7 @@ static Suite *range_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_loop_test(tc, test_writeback_range_only, 0, 2);
+	tcase_add_loop_test(tc, test_writeback_long_range, 0, 2);
 	tcase_add_loop_test(tc, test_invalidate_drops_range, 0, 2);
 	tcase_add_loop_test(tc, test_invalidate_then_write, 0, 2);
 	tcase_add_loop_test(tc, test_invalidate_races_writes, 0, 2);

@@ -39,6 +39,10 @@
 
 /* Versions per pass: one origin flush each, and a bounded list. */
 #define RANGE_BATCH 1024u
+/* Blocks looked up per pass at most: a plain range write-back lets the
+ * write-back thread take its turn between passes, however large the
+ * range. */
+#define RANGE_SCAN 65536u
 /* A version to write back has WC_E_CURRENT alone of these. */
 #define DIRTY_MASK (WC_E_CURRENT | WC_E_CLEAN | WC_E_WB | WC_E_INFLIGHT)
 
@@ -57,6 +61,8 @@ static unsigned collect_range(struct wc_cache *c, uint64_t *next, uint64_t end, 
 	unsigned n = 0;
 	uint64_t blk;
 
+	if (end - *next > RANGE_SCAN)
+		end = *next + RANGE_SCAN;
 	for (blk = *next; blk < end && n < max; blk++) {
 		struct wc_shard *s = wc_shard_of(c, blk);
 		uint32_t idx;
@@ -76,8 +82,9 @@ static unsigned collect_range(struct wc_cache *c, uint64_t *next, uint64_t end, 
 	return n;
 }
 
-/* The write-back of blocks [first, end), wb.step held. */
-static int range_locked(struct wc_cache *c, uint64_t first, uint64_t end)
+/* The write-back of blocks [first, end), wb.step held; `yield`: let it go
+ * between passes (an invalidation keeps it to the end: see the top). */
+static int range_locked(struct wc_cache *c, uint64_t first, uint64_t end, bool yield)
 {
 	struct wc_blk *b = c->blk;
 	struct wc_blk_wb_item *it;
@@ -93,8 +100,13 @@ static int range_locked(struct wc_cache *c, uint64_t first, uint64_t end)
 		              (unsigned long long)first, (unsigned long long)end - 1);
 	for (uint64_t next = first; next < end && !ret;) {
 		uint64_t from = next;
-		unsigned n = collect_range(c, &next, end, it, RANGE_BATCH);
+		unsigned n;
 
+		if (yield && next > first) {
+			pthread_mutex_unlock(&b->wb.step);
+			pthread_mutex_lock(&b->wb.step);
+		}
+		n = collect_range(c, &next, end, it, RANGE_BATCH);
 		if (!n)
 			continue;
 		/* Device order: what the window reads expect, and the fewest
@@ -148,7 +160,7 @@ int wc_blk_writeback_range(struct wc_cache *c, uint64_t offset, uint64_t len)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&b->wb.step);
-	ret = range_locked(c, first, end);
+	ret = range_locked(c, first, end, true);
 	pthread_mutex_unlock(&b->wb.step);
 	return ret;
 }
@@ -208,7 +220,7 @@ static int invalidate_chunk(struct wc_cache *c, uint64_t first, uint32_t n, stru
 		return ret;
 	}
 	pthread_mutex_lock(&b->wb.step);
-	ret = range_locked(c, first, first + n);
+	ret = range_locked(c, first, first + n, false);
 	memset(h, 0, b->g.lba);
 	h->magic = WC_BLK_REC_MAGIC;
 	h->cache_id = b->cache_id;
