@@ -7,10 +7,10 @@
  * gets a version after a newer one of the same block.  A range's
  * write-back takes the current versions of its blocks wherever they are in
  * the ring instead: a current version is the newest one, so the origin
- * still never goes back in time.  It holds wb.step, the write-back step's
- * turn: no segment write-back is in flight meanwhile (no version carries
- * WC_E_WB) and no reclaim either (a version's data stays where the index
- * says while it is read).  What it writes becomes clean in DRAM only; its
+ * still never goes back in time.  Each pass (a bounded run of blocks)
+ * holds wb.step, the write-back step's turn: no segment write-back is in
+ * flight meanwhile (no version carries WC_E_WB) and no reclaim either (a
+ * version's data stays where the index says while it is read).  What it writes becomes clean in DRAM only; its
  * segment's write-back later skips it (it takes dirty versions), reclaim
  * takes it as any clean version, and after a crash it is dirty again and
  * written once more: the same data, still the newest.
