@@ -83,6 +83,8 @@ START_TEST(test_wrap)
 END_TEST
 START_TEST(test_overwrite) { sweep("overwrite", 6, 500, 5); }
 END_TEST
+START_TEST(test_invalidate) { sweep("invalidate", 7, 500, 5); }
+END_TEST
 
 /* The sweep must be able to fail: a device whose every other flush, or
  * every other synced write, makes nothing durable loses acknowledged
@@ -217,6 +219,7 @@ static Suite *crash_block_suite(void)
 	tcase_add_test(tc, test_torn4k);
 	tcase_add_test(tc, test_wrap);
 	tcase_add_test(tc, test_overwrite);
+	tcase_add_test(tc, test_invalidate);
 	tcase_add_test(tc, test_catches_lost_flush);
 	tcase_add_test(tc, test_catches_lost_dsync);
 	tcase_add_test(tc, test_rerun_lines);

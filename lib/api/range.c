@@ -5,11 +5,9 @@
  * On persistent memory a block leaves the cache when it is written back
  * (the cache holds only dirty blocks), so invalidating a range is writing
  * it back and forgetting what read-ahead holds of it.  The block medium
- * keeps clean blocks for reads; its write-back works by segment, so a range
- * write-back there writes back every dirty block, and a cache-only
- * invalidation is not offered (-EOPNOTSUPP): dropping clean blocks must be
- * made durable without dropping a dirty version a concurrent write made,
- * which its discard records cannot tell apart.
+ * keeps clean blocks for reads: its range write-back writes the range's
+ * dirty versions back and keeps them, clean, and its invalidation then
+ * drops them with a durable cache-only record (block/range.c).
  */
 #include "api/async.h"
 #include "block/block.h"
@@ -22,10 +20,8 @@ int wc_writeback_range(struct wc_cache *c, uint64_t offset, uint64_t len)
 {
 	int ret;
 
-	if (c->blk) {
-		ret = wc_blk_flush(c, false);
-		return ret ? ret : wc_blk_writeback_all(c);
-	}
+	if (c->blk)
+		return wc_blk_writeback_range(c, offset, len);
 	ret = wc_commit(c, false);
 	if (ret)
 		return ret;
@@ -37,9 +33,7 @@ int wc_invalidate_range(struct wc_cache *c, uint64_t offset, uint64_t len)
 	int ret;
 
 	if (c->blk)
-		return wc_err(-EOPNOTSUPP, "%s invalidate: the block medium keeps clean blocks and cannot "
-		              "drop them apart from a concurrent write's; write back (wc_writeback) instead",
-		              c->cache_path);
+		return wc_blk_invalidate(c, offset, len);
 	ret = wc_writeback_range(c, offset, len);
 	if (!ret)
 		wc_ra_forget(c, offset >> c->block_shift, len >> c->block_shift);

@@ -11,6 +11,8 @@
  *   recover.c    format, and the DRAM state rebuilt from the summaries
  *   writeback.c  the medium's thread: autocommit, summaries, write-back of
  *                the oldest dirty segment, reclaim of the tail
+ *   range.c      write-back of a range of the origin, and its cache-only
+ *                invalidation
  *
  * It shares the cache's index (core/index.h: entries, shards, chains and
  * the generation that lets a read find out it raced a free) and its free
@@ -23,7 +25,8 @@
  * Locks: log.lock (the ring's head and reservations; never held across
  * I/O except the rare state write that raises the open limit) ->
  * a shard lock -> a free-list lock.  wb.lock (the thread's state) is
- * taken alone.
+ * taken alone.  log.discard_lock -> wb.step -> log.lock: a cache-only
+ * invalidation holds its discard's turn while it writes the range back.
  */
 #ifndef WC_BLOCK_H
 #define WC_BLOCK_H
@@ -153,7 +156,10 @@ struct wc_blk {
 		                                ready (records in flight, no summary yet) */
 		struct wb_job *job;          /* the segment under write-back (writeback.c) */
 		bool job_out;                /* its requests are out (the deadline's) */
-		pthread_mutex_t step;        /* one step at a time (thread, wc_poll, wc_writeback) */
+		pthread_mutex_t step;        /* one step at a time (thread, wc_poll, wc_writeback,
+		                                range.c); held with no job begun (see
+		                                wc_blk_wb_job_settle): no other write-back nor
+		                                reclaim meanwhile */
 		unsigned all_requests;       /* wc_writeback callers waiting */
 		uint64_t rounds_done;
 		uint64_t ios, bytes, errors;
@@ -291,6 +297,37 @@ int wc_blk_wb_step(struct wc_cache *c, bool all);
  * the host's next request): an event loop's deadline. */
 int wc_blk_wb_deadline_ms(struct wc_cache *c);
 void wc_blk_wb_stats(struct wc_cache *c, struct wc_stats *st);
+/* A version under write-back (WC_E_WB set, shard lock): its entry, origin
+ * block and device offset. */
+struct wc_blk_wb_item {
+	uint32_t idx;
+	uint64_t origin, where;
+};
+/* Read a window of items -- sorted by device offset, strictly increasing:
+ * runs closer than a few KiB read as one, all reads submitted together --
+ * and write them to the origin, runs contiguous there as one request
+ * (wb.step held: it uses write-back's buffer).  Returns the items taken
+ * (those that fit the buffer), or -errno; a failed device read is sticky,
+ * the origin's is not. */
+int wc_blk_wb_write_window(struct wc_cache *c, const struct wc_blk_wb_item *it, unsigned n);
+/* Write-back's end for these items: clean (ok) or dirty again; those a
+ * newer version superseded meanwhile are freed now. */
+void wc_blk_wb_finish(struct wc_cache *c, const struct wc_blk_wb_item *it, unsigned n, bool ok);
+/* wb.step just taken: end the segment write-back the host's steps left
+ * with requests out (without threads), waiting for them, so that the
+ * holder has write-back to itself.  Its failure is write-back's (the
+ * segment stays dirty, retried with backoff), not the holder's. */
+void wc_blk_wb_job_settle(struct wc_cache *c);
+
+/* range.c */
+/* Write back the dirty versions of the blocks of [offset, offset + len)
+ * (bytes, validated by the caller) and flush the origin; an origin failure
+ * is -errno, not sticky, and leaves them dirty. */
+int wc_blk_writeback_range(struct wc_cache *c, uint64_t offset, uint64_t len);
+/* Write the range back, then drop it from the cache only, durably: a
+ * cache-only discard record (format.h) hides its older versions at
+ * recovery; a write that lands after the record stays. */
+int wc_blk_invalidate(struct wc_cache *c, uint64_t offset, uint64_t len);
 
 /* The medium's hooks for the core (bind.c): struct wc_medium_ops. */
 extern const struct wc_medium_ops wc_blk_medium_ops;

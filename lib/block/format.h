@@ -101,10 +101,18 @@ _Static_assert(sizeof(struct wc_blk_state) == 64, "state is 64 bytes");
  * A record header: the first bytes of an LBA-sized unit, followed in the
  * same device write by `count` data blocks.  A discard record (flag
  * WC_BLK_REC_DISCARD) has no data: origin[0] is the first block discarded,
- * origin[1] how many; it hides every older version of them.
+ * origin[1] how many, origin[2] whether the origin keeps them (a cache-only
+ * invalidation) or not; it hides every older version of them.
  */
 #define WC_BLK_REC_MAGIC 0x44524f4345524357ull /* "WCRECORD" */
 #define WC_BLK_REC_DISCARD 1u
+/* A discard record's third word, origin[2] (header bytes 64..71, zero in
+ * every discard record before it was named): what the origin holds of the
+ * range.  Recovery hides the older versions either way; the value says why,
+ * for tools and people.  Bytes 72 on of a discard record's header stay 0. */
+#define WC_BLK_REC_DISCARD_ORIGIN 2u
+#define WC_BLK_DISCARD_GONE 0u       /* a discard: the origin's data is gone too */
+#define WC_BLK_DISCARD_CACHE_ONLY 1u /* an invalidation: the origin holds the range */
 struct wc_blk_rec {
 	uint64_t magic;          /*  0 */
 	uint64_t cache_id;       /*  8 the superblock's */

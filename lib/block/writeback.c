@@ -19,7 +19,10 @@
  *               tail (synced), and the segment is free for the head.
  *
  * Segments are written back in ring order, so a version never reaches the
- * origin after a newer one of the same block.  The origin's failures are
+ * origin after a newer one of the same block.  A range's write-back
+ * (range.c) writes current versions out of that order -- the newest, so
+ * still never an older over a newer -- and leaves them clean: a segment's
+ * write-back skips what is clean.  The origin's failures are
  * retried with backoff and do not stop the cache: what it cannot take stays
  * dirty in the ring, and the streak is the pmem write-back's
  * (writeback/outage.c): its messages, its stats, and -ENOSPC for a writer
@@ -108,13 +111,8 @@ static bool wb_due(struct wc_cache *c, bool all, bool *active)
 	return due;
 }
 
-struct wb_item {
-	uint32_t idx;
-	uint64_t origin, where;
-};
-
 /* Mark the current dirty versions of segment sg as under write-back. */
-static unsigned collect(struct wc_cache *c, struct wc_blk_seg *sg, struct wb_item *out)
+static unsigned collect(struct wc_cache *c, struct wc_blk_seg *sg, struct wc_blk_wb_item *out)
 {
 	struct wc_blk *b = c->blk;
 	uint64_t lo = wc_blk_seg_offset(&b->g, sg->seg), hi = lo + b->g.seg_data_bytes;
@@ -133,16 +131,14 @@ static unsigned collect(struct wc_cache *c, struct wc_blk_seg *sg, struct wb_ite
 		    (e->flags & (WC_E_CURRENT | WC_E_CLEAN | WC_E_WB)) == WC_E_CURRENT &&
 		    wc_blk_where(e) >= lo && wc_blk_where(e) < hi) {
 			wc_entry_set_flags(e, e->flags | WC_E_WB);
-			out[n++] = (struct wb_item){ sg->live[i].idx, origin, wc_blk_where(e) };
+			out[n++] = (struct wc_blk_wb_item){ sg->live[i].idx, origin, wc_blk_where(e) };
 		}
 		wc_spin_unlock(&s->lock);
 	}
 	return n;
 }
 
-/* Write-back's end for these versions: clean (ok) or dirty again; those
- * superseded meanwhile are freed now. */
-static void finish(struct wc_cache *c, const struct wb_item *it, unsigned n, bool ok)
+void wc_blk_wb_finish(struct wc_cache *c, const struct wc_blk_wb_item *it, unsigned n, bool ok)
 {
 	uint32_t dead[256];
 	unsigned n_dead = 0;
@@ -198,7 +194,7 @@ struct wb_req {
 
 struct wb_job {
 	uint64_t seg;
-	struct wb_item *it;          /* NULL: no job */
+	struct wc_blk_wb_item *it;          /* NULL: no job */
 	unsigned n, next;            /* its items; the first not yet written */
 	unsigned k, nr;              /* the window out: its items, its requests */
 	int submit_err;              /* the window's submission stopped on it */
@@ -242,16 +238,16 @@ static int req_submit(struct wc_cache *c, struct wb_job *j, struct wb_req *r)
  * from the cache device to write back 20. */
 #define WB_READ_GAP (16u << 10)
 
-/* Read the job's next window -- its items' data, runs closer than
- * WB_READ_GAP read as one, all reads submitted together -- and send its
- * items to the origin, runs contiguous there as one request.  0 or -errno
- * (a submission refused: the requests sent before it are out). */
-static int window_submit(struct wc_cache *c, struct wb_job *j)
+/* Read a window of items -- their data, runs closer than WB_READ_GAP read
+ * as one, all reads submitted together -- and send them to the origin,
+ * runs contiguous there as one request.  0 or -errno, also kept for
+ * window_end (a failed read: nothing is out; a refused submission: the
+ * requests sent before it are). */
+static int window_submit(struct wc_cache *c, struct wb_job *j, const struct wc_blk_wb_item *it,
+                         unsigned n)
 {
 	struct wc_blk *b = c->blk;
 	uint32_t bs = c->layout.block_size;
-	const struct wb_item *it = j->it + j->next;
-	unsigned n = j->n - j->next;
 	struct wc_blk_rd rd[WC_BLK_RD_MAX] = { { 0 } };
 	size_t src[WB_MAX_BLOCKS], used = 0;
 	unsigned nr = 0, n_rd = 0, k = 0;
@@ -278,12 +274,13 @@ static int window_submit(struct wc_cache *c, struct wb_job *j)
 		}
 		src[k++] = (size_t)((char *)last->buf - buf) + (size_t)(w - last->off);
 	}
+	j->k = j->nr = 0;
 	ret = wc_blk_pread_many(c, b->wb.ctx, rd, n_rd, "write-back read");
 	if (ret) {
 		/* Dirty data the cache cannot read back: its own medium's
 		 * failure, not the origin's. */
 		wc_set_error(c, -EIO, wc_errmsg());
-		return ret;
+		return j->submit_err = ret;
 	}
 	for (unsigned i = 0; i < k; i++) {
 		/* Packed to the front, in order (each moves down, never over
@@ -306,7 +303,6 @@ static int window_submit(struct wc_cache *c, struct wb_job *j)
 		nr++;
 	}
 	j->k = k;
-	j->nr = 0;
 	j->submit_err = 0;
 	/* All out first: a remote origin pays its latency once per window. */
 	for (unsigned i = 0; i < nr; i++) {
@@ -324,9 +320,10 @@ static int window_submit(struct wc_cache *c, struct wb_job *j)
 
 /* The window's requests are all back: one that failed or came back short
  * is done again synchronously (its message names it), as a failure that
- * lasts is a failed attempt.  0 or -errno. */
+ * lasts is a failed attempt.  The window's items, or -errno. */
 static int window_end(struct wc_cache *c, struct wb_job *j)
 {
+	unsigned k = j->k;
 	struct wc_blk *b = c->blk;
 	int ret = j->submit_err;
 
@@ -344,12 +341,11 @@ static int window_end(struct wc_cache *c, struct wb_job *j)
 	}
 	if (!ret) {
 		b->wb.ios += j->nr;
-		b->wb.bytes += (uint64_t)j->k * c->layout.block_size;
-		j->next += j->k;
+		b->wb.bytes += (uint64_t)k * c->layout.block_size;
 	}
 	j->nr = j->k = 0;
 	j->submit_err = 0;
-	return ret;
+	return ret ? ret : (int)k;
 }
 
 /* True once none of the job's requests is out; with `wait`, waits. */
@@ -428,7 +424,7 @@ static int job_end(struct wc_cache *c, struct wb_job *j, int ret)
 	struct wc_blk *b = c->blk;
 	unsigned n = j->n;
 
-	finish(c, j->it, n, ret == 0);
+	wc_blk_wb_finish(c, j->it, n, ret == 0);
 	free(j->it);
 	j->it = NULL;
 	__atomic_store_n(&b->wb.job_out, false, __ATOMIC_RELAXED);
@@ -456,8 +452,8 @@ static int writeback_segment(struct wc_cache *c, bool wait)
 		ret = job_begin(c, j);
 		if (ret <= 0)
 			return ret;
-		if (j->n && (ret = window_submit(c, j)) && !atomic_load(&j->pending))
-			return job_end(c, j, ret);
+		if (j->n)
+			window_submit(c, j, j->it, j->n); /* a failure: window_end's */
 	}
 	for (;;) {
 		if (!job_reaped(c, j, wait))
@@ -466,13 +462,12 @@ static int writeback_segment(struct wc_cache *c, bool wait)
 			return job_end(c, j, j->flush.res < 0 ? (int)j->flush.res : 0);
 		if (j->nr || j->submit_err) {
 			ret = window_end(c, j);
-			if (ret)
+			if (ret < 0)
 				return job_end(c, j, ret);
+			j->next += (unsigned)ret;
 		}
 		if (j->next < j->n) {
-			ret = window_submit(c, j);
-			if (ret && !atomic_load(&j->pending))
-				return job_end(c, j, ret);
+			window_submit(c, j, j->it + j->next, j->n - j->next);
 			continue;
 		}
 		if (!j->n)
@@ -491,6 +486,21 @@ static int writeback_segment(struct wc_cache *c, bool wait)
 		}
 		return job_end(c, j, wc_origin_flush(&c->origin));
 	}
+}
+
+int wc_blk_wb_write_window(struct wc_cache *c, const struct wc_blk_wb_item *it, unsigned n)
+{
+	struct wb_job *j = c->blk->wb.job; /* idle: wc_blk_wb_job_settle */
+
+	window_submit(c, j, it, n);
+	job_reaped(c, j, true);
+	return window_end(c, j);
+}
+
+void wc_blk_wb_job_settle(struct wc_cache *c)
+{
+	if (c->blk->wb.job->it)
+		writeback_segment(c, true);
 }
 
 static bool reclaim_due(struct wc_cache *c, bool all)
@@ -742,12 +752,11 @@ void wc_blk_wb_stop(struct wc_cache *c)
 		pthread_join(b->wb.thread, NULL);
 		b->wb.running = false;
 	}
-	if (b->wb.job && b->wb.job->it) {
+	if (b->wb.job) {
 		/* The host's steps left a segment's requests out: it ends
 		 * here, waited for (its reads use the context below). */
 		pthread_mutex_lock(&b->wb.step);
-		if (b->wb.job->it)
-			writeback_segment(c, true);
+		wc_blk_wb_job_settle(c);
 		pthread_mutex_unlock(&b->wb.step);
 	}
 	if (b->wb.ctx) {

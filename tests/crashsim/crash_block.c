@@ -1016,6 +1016,58 @@ int bd_writeback(struct bdrv *d)
 	return end(&d->main);
 }
 
+struct range_done {
+	bool done;
+	ssize_t res;
+};
+
+static void range_done(struct wc_request *req, ssize_t res)
+{
+	struct range_done *rd = req->priv;
+
+	rd->res = res;
+	rd->done = true;
+}
+
+int bd_range(struct bthr *t, bool invalidate, uint64_t first, uint64_t count)
+{
+	struct bdrv *d = t->d;
+	struct range_done rd = { false, 0 };
+	struct wc_request req;
+	uint32_t *done;
+	int ret;
+
+	if (first < t->lo || first + count > t->hi || !count)
+		abort();
+	begin(t, "%s %" PRIu64 "+%" PRIu64, invalidate ? "invalidate" : "write-back", first, count);
+	done = done_snap(d);
+	wc_request_init(&req);
+	req.op = invalidate ? WC_REQ_INVALIDATE : WC_REQ_WRITEBACK;
+	req.offset = first * d->m.bs;
+	req.len = count * d->m.bs;
+	req.done = range_done;
+	req.priv = &rd;
+	ret = wc_submit(d->c, &req);
+	/* Accepted, its done() runs exactly once: in a poll, or already. */
+	while (!ret && !rd.done)
+		wc_poll_timeout(d->c, 16, 1);
+	if (!ret)
+		ret = (int)rd.res;
+	if (ret) {
+		free(done);
+		return failed(t, ret);
+	}
+	/* The range's writes that returned before it are on the origin,
+	 * durably: reads find them there or in the cache, after a crash too. */
+	pthread_mutex_lock(&d->m.lock);
+	for (uint64_t b = first; b < first + count; b++)
+		if (d->m.dur[b] < done[b])
+			d->m.dur[b] = done[b];
+	pthread_mutex_unlock(&d->m.lock);
+	free(done);
+	return end(t);
+}
+
 int bd_poll(struct bdrv *d)
 {
 	int ret;

@@ -54,6 +54,10 @@ int bd_write(struct bthr *t, uint64_t first, uint64_t count, bool fua);
 int bd_flush(struct bthr *t);
 int bd_discard(struct bthr *t, uint64_t first, uint64_t count);
 int bd_writeback(struct bdrv *d);
+/* A range's write-back (WC_REQ_WRITEBACK) or cache-only invalidation
+ * (WC_REQ_INVALIDATE): the range's writes that returned before it count as
+ * durable once it returned. */
+int bd_range(struct bthr *t, bool invalidate, uint64_t first, uint64_t count);
 int bd_poll(struct bdrv *d);
 int bd_cleaner(struct bdrv *d, bool on);
 /* The main thread's writer (all blocks). */

@@ -2,8 +2,9 @@
 /*
  * crash_block_wl.c -- what the block sweep runs: format, seeded random
  * mixes of FUA and plain writes of 1..N blocks (records split past 58),
- * flushes, discards, overwrites, write-back, the cleaner, close and reopen
- * and go on, on small caches (1-2 MiB of 64 KiB segments) that the writes
+ * flushes, discards, overwrites, write-back (all, and of a range),
+ * cache-only invalidation, the cleaner, close and reopen and go on, on
+ * small caches (1-2 MiB of 64 KiB segments) that the writes
  * wrap several times so that write-back and reclaim run; with 512-byte and
  * 4 KiB logical blocks and tears at 512 and 4096 bytes; and writers on
  * threads beside the cache's own write-back thread.
@@ -139,6 +140,39 @@ static int wl_overwrite(struct bdrv *d)
 	return 0;
 }
 
+/* Few blocks written, written back by range and invalidated from the
+ * cache only (the origin then serves them) among discards, flushes and
+ * reopens; enough of it that the ring wraps. */
+static int wl_invalidate(struct bdrv *d)
+{
+	struct bthr *t = bd_main(d);
+
+	TRY(bd_create(d));
+	for (int i = 0; i < 700; i++) {
+		uint64_t r = bd_random(t, 100), b = bd_random(t, 8);
+
+		if (r < 45)
+			TRY(bd_write(t, b, 1 + bd_random(t, 4), false));
+		else if (r < 60)
+			TRY(bd_write(t, b, 1 + bd_random(t, 3), true));
+		else if (r < 68)
+			TRY(bd_flush(t));
+		else if (r < 73)
+			TRY(bd_discard(t, b, 1 + bd_random(t, 2)));
+		else if (r < 85)
+			TRY(bd_range(t, true, b, 1 + bd_random(t, 8 - b)));
+		else if (r < 95)
+			TRY(bd_range(t, false, b, 1 + bd_random(t, 8 - b)));
+		else if (r < 98)
+			TRY(bd_poll(d));
+		else {
+			TRY(bd_close(d));
+			TRY(bd_open(d));
+		}
+	}
+	return 0;
+}
+
 /* Threads: writers each on their own blocks beside the write-back thread,
  * flushes of one covering the others' writes; between rounds write-back,
  * the cleaner, close and reopen. */
@@ -189,6 +223,8 @@ static const struct blk_workload workloads[] = {
 	  512, 192, 1 * MIB, false, 512, 0, false, wl_wrap },
 	{ "overwrite", "six blocks overwritten, discarded, FUA and not, reopened",
 	  512, 16, 1 * MIB, false, 512, 0, false, wl_overwrite },
+	{ "invalidate", "eight blocks written back by range and invalidated, among writes and discards",
+	  512, 16, 1 * MIB, false, 512, 0, false, wl_invalidate },
 	{ "threads", "3 writers and the write-back thread, 512-byte blocks",
 	  512, 240, 1 * MIB, false, 512, 3, false, wl_threads },
 	{ "threads4k", "3 writers and the write-back thread, 4 KiB blocks torn at 512",
