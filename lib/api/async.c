@@ -640,7 +640,8 @@ int wc_submit(wc_cache *c, struct wc_request *req)
 			read_part_done(c, req);
 			return 0;
 		}
-	} else if (req->op == WC_REQ_WRITE && !c->blk && !wc_writeback_cleaning(c)) {
+	} else if (req->op == WC_REQ_WRITE && !wc_writeback_cleaning(c) &&
+	           (!c->blk || !wc_blk_write_has_room(c, req->len))) {
 		ret = wc_err(-EAGAIN, "%s submit write at %llu: no free block; the host's wc_poll_timeout "
 		             "calls make room (write-back)", c->cache_path, (unsigned long long)req->offset);
 	} else {

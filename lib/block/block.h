@@ -221,6 +221,8 @@ void wc_blk_log_fini(struct wc_cache *c);
 /* Room for a record of `count` blocks (or a discard when count is 0) in the
  * open segment, opening the next one when it is full; waits (kicking
  * write-back) while the ring is full.  idx/origin name the versions. */
+/* Room for `bytes` of records in the head segment, or a free segment. */
+bool wc_blk_log_room(struct wc_cache *c, uint64_t bytes);
 int wc_blk_reserve(struct wc_cache *c, const uint32_t *idx, const uint64_t *origin, unsigned count,
                    uint64_t discard_first, uint32_t discard_len, struct wc_blk_resv *r);
 /* The record's device write ended (ok or not), and it is published. */
@@ -240,6 +242,12 @@ int wc_blk_seg_alloc(struct wc_cache *c, struct wc_blk_seg *sg, uint64_t seg);
 /* io.c */
 ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t offset, bool fua);
 ssize_t wc_blk_read(struct wc_cache *c, void *buf, size_t len, uint64_t offset);
+/* Whether a write of `len` bytes finds its entries and its place in the
+ * ring now, without waiting for write-back (an event loop's write is
+ * refused with -EAGAIN instead).  A write that spans more than the head
+ * segment's room and one free segment may still wait; so may one that
+ * loses a race with another thread's. */
+bool wc_blk_write_has_room(struct wc_cache *c, uint64_t len);
 /* The cached ones of blocks [block, block + n) into buf; miss[i] says
  * which it left for the caller to read from the origin (an event loop's
  * read: without waiting for it).  0 or -errno. */

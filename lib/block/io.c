@@ -362,6 +362,13 @@ static int write_around(struct wc_cache *c, const void *src, uint64_t block, uns
 	return ret;
 }
 
+bool wc_blk_write_has_room(struct wc_cache *c, uint64_t len)
+{
+	uint64_t blocks = len >> c->block_shift;
+
+	return wc_free_count(c) >= blocks && wc_blk_log_room(c, c->blk->g.lba + len);
+}
+
 ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t offset, bool fua)
 {
 	struct wc_blk *b = c->blk;

@@ -192,6 +192,20 @@ static int open_next(struct wc_cache *c)
 	return 0;
 }
 
+bool wc_blk_log_room(struct wc_cache *c, uint64_t bytes)
+{
+	struct wc_blk *b = c->blk;
+	struct wc_blk_seg *sg;
+	bool room;
+
+	pthread_mutex_lock(&b->log.lock);
+	sg = &b->log.segs[b->log.head % b->g.n_segments];
+	room = (!sg->closed && sg->used + bytes <= b->g.seg_data_bytes) ||
+	       b->log.head + 1 - b->log.tail < b->g.n_segments;
+	pthread_mutex_unlock(&b->log.lock);
+	return room;
+}
+
 int wc_blk_reserve(struct wc_cache *c, const uint32_t *idx, const uint64_t *origin, unsigned count,
                    uint64_t discard_first, uint32_t discard_len, struct wc_blk_resv *r)
 {
