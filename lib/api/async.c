@@ -122,6 +122,8 @@ static int efd_locked(struct wc_cache *c, struct wc_async *a)
 		a->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (a->efd < 0)
 			return wc_err_sys(-errno, "%s: eventfd", c->cache_path);
+		if (c->blk)
+			__atomic_store_n(&c->blk->host_efd, a->efd, __ATOMIC_RELEASE);
 	}
 	return a->efd;
 }
@@ -463,42 +465,110 @@ static int read_hits(struct wc_cache *c, struct wc_request *req, bool misses)
 	return ret ? ret : all;
 }
 
-/* The block medium's: its hits are device reads, a batch at a time (runs
- * contiguous on the device as one), into the request's buffer where a
- * batch lands in one, else through a bounce buffer. */
-#define BLK_HITS_BATCH 64u
+/* The block medium's: each cached block a device read in flight
+ * (lib/block/aread.c), completed by the host's polls; runs of misses go to
+ * the origin as on pmem.  A block found cached whose version is freed
+ * before its read ends becomes a miss of its own. */
+struct hit_io {
+	struct wc_blk_aread r;    /* first: done() gets it */
+	struct wc_cache *c;
+	struct wc_request *req;
+	uint64_t roff;            /* where in the request */
+	bool bounced;
+};
+
+static void hit_end(struct hit_io *h, int res)
+{
+	struct wc_request *req = h->req;
+	struct wc_cache *c = h->c;
+	uint32_t bs = c->layout.block_size;
+
+	if (res == 1 && h->bounced)
+		scatter(req, h->roff, h->r.buf, bs);
+	else if (res == 0)
+		res = miss_submit(c, req, h->roff, bs);
+	if (res < 0 && REQ_RES(req) >= 0) {
+		REQ_RES(req) = res;
+		keep_message(req, res);
+	}
+	if (h->bounced)
+		free(h->r.buf);
+	free(h);
+}
+
+static void hit_done(struct wc_blk_aread *r, int res)
+{
+	struct hit_io *h = (struct hit_io *)r;
+	struct wc_request *req = h->req;
+	struct wc_cache *c = h->c;
+
+	hit_end(h, res);
+	read_part_done(c, req);
+}
 
 static int blk_read_hits(struct wc_cache *c, struct wc_request *req)
 {
 	uint32_t bs = c->layout.block_size;
 	uint64_t first = req->offset >> c->block_shift, n = req->len >> c->block_shift;
-	char *bounce = NULL;
-	bool miss[BLK_HITS_BATCH];
-	int ret = 0;
+	uint64_t run_start = 0, run_n = 0;
+	int efd = c->async->efd, ret = 0;
 	bool all = true;
 
-	for (uint64_t i = 0; i < n && !ret; i += BLK_HITS_BATCH) {
-		unsigned k = n - i < BLK_HITS_BATCH ? (unsigned)(n - i) : BLK_HITS_BATCH;
-		char *dst = flat_at(req, i * bs, (size_t)k * bs);
+	for (uint64_t i = 0; i < n && !ret; i++) {
+		char *dst = flat_at(req, i * bs, bs);
+		struct hit_io *h = calloc(1, sizeof(*h));
 
-		if (!dst && !bounce && !(bounce = malloc((size_t)BLK_HITS_BATCH * bs))) {
-			ret = wc_err(-ENOMEM, "%s read: bounce buffer", c->cache_path);
+		if (!h) {
+			ret = wc_err(-ENOMEM, "%s read: read state", c->cache_path);
 			break;
 		}
-		ret = wc_blk_read_cached(c, dst ? dst : bounce, first + i, k, miss);
-		for (unsigned j = 0, e; !ret && j < k; j = e) {
-			for (e = j + 1; e < k && miss[e] == miss[j]; e++)
-				;
-			if (!miss[j]) {
-				if (!dst)
-					scatter(req, (i + j) * bs, bounce + (size_t)j * bs, (size_t)(e - j) * bs);
-				continue;
-			}
+		h->c = c;
+		h->req = req;
+		h->roff = i * bs;
+		h->r.block = first + i;
+		h->r.done = hit_done;
+		h->r.resfd = efd;
+		/* O_DIRECT: the device's sector alignment, which 4096 covers. */
+		if (dst && (uintptr_t)dst % 4096 == 0) {
+			h->r.buf = dst;
+		} else if (posix_memalign(&h->r.buf, 4096, bs)) {
+			free(h);
+			ret = wc_err(-ENOMEM, "%s read: %u-byte bounce buffer", c->cache_path, bs);
+			break;
+		} else {
+			h->bounced = true;
+		}
+		atomic_fetch_add_explicit(&REQ_PENDING(req), 1, memory_order_relaxed);
+		ret = wc_blk_aread(c, &h->r);
+		if (ret != 2)
+			atomic_fetch_sub_explicit(&REQ_PENDING(req), 1, memory_order_relaxed);
+		if (ret == 0) { /* a miss: into the run */
+			if (h->bounced)
+				free(h->r.buf);
+			free(h);
 			all = false;
-			ret = miss_submit(c, req, (i + j) * bs, (size_t)(e - j) * bs);
+			if (!run_n++)
+				run_start = i;
+			continue;
+		}
+		if (ret == 2) { /* in flight: hit_done later */
+			all = false;
+			ret = 0;
+		} else if (ret == 1) { /* read now */
+			hit_end(h, 1);
+			ret = 0;
+		} else {
+			if (h->bounced)
+				free(h->r.buf);
+			free(h);
+		}
+		if (run_n && !ret) {
+			ret = miss_submit(c, req, run_start * bs, (size_t)run_n * bs);
+			run_n = 0;
 		}
 	}
-	free(bounce);
+	if (run_n && !ret)
+		ret = miss_submit(c, req, run_start * bs, (size_t)run_n * bs);
 	return ret ? ret : all;
 }
 
@@ -863,10 +933,17 @@ void wc_async_drain(struct wc_cache *c)
 	free(a->threads);
 	a->threads = NULL;
 	a->nthreads = 0;
-	/* Misses still at the origin: their buffers are the caller's. */
-	while (wc_async_origin_busy(c)) {
-		int ret = wc_origin_poll(&c->origin, 1, 1000000);
+	/* Misses still at the origin, and on the block medium hits still at
+	 * the device (one may become a miss): their buffers are the
+	 * caller's. */
+	while (wc_async_origin_busy(c) || (c->blk && wc_blk_aread_busy(c))) {
+		int ret;
 
+		if (c->blk && wc_blk_aread_busy(c) && wc_blk_aread_poll(c, 1) < 0)
+			break;
+		if (!wc_async_origin_busy(c))
+			continue;
+		ret = wc_origin_poll(&c->origin, 1, 1000000);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN)
 			break;
 	}

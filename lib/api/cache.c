@@ -224,6 +224,7 @@ static int blk_new(struct wc_cache *c)
 	if (!c->blk)
 		return wc_err(-ENOMEM, "%s: block medium state", c->cache_path);
 	c->blk->fd = -1;
+	c->blk->host_efd = -1; /* wc_event_fd sets it */
 	pthread_mutex_init(&c->blk->flush_lock, NULL);
 	pthread_mutex_init(&c->blk->wb.lock, NULL);
 	pthread_mutex_init(&c->blk->wb.step, NULL);

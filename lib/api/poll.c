@@ -45,9 +45,14 @@ int wc_host_work(struct wc_cache *c, unsigned budget)
 	if (wc_async_origin_busy(c) && wc_origin_poll(&c->origin, 0, 0) > 0)
 		units++;
 	if (c->blk) {
-		/* Its records' completions, autocommit, summaries, a segment's
-		 * write-back in steps that do not wait for the origin, reclaim
-		 * (device I/O, synced). */
+		/* Reads of cached blocks the device finished; its records'
+		 * completions, autocommit, summaries, a segment's write-back in
+		 * steps that do not wait for the origin, reclaim (device I/O,
+		 * synced). */
+		ret = wc_blk_aread_poll(c, 0);
+		if (ret < 0)
+			return ret;
+		units += ret;
 		ret = wc_blk_wb_step(c, false);
 		return ret < 0 ? ret : units + ret;
 	}
@@ -77,7 +82,8 @@ int wc_host_work_deadline_ms(struct wc_cache *c)
 
 	if (c->blk) {
 		due = wc_blk_wb_deadline_ms(c);
-		if ((wc_async_origin_busy(c) || wc_blk_aio_busy(c)) && (due < 0 || due > WC_HOST_ORIGIN_POLL_MS))
+		if ((wc_async_origin_busy(c) || wc_blk_aio_busy(c) || wc_blk_aread_busy(c)) &&
+		    (due < 0 || due > WC_HOST_ORIGIN_POLL_MS))
 			due = WC_HOST_ORIGIN_POLL_MS;
 		return due;
 	}

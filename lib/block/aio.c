@@ -63,6 +63,12 @@
 
 /* Records in flight at which a writer takes the finished ones itself. */
 #define REAP_AT 16
+/* Without threads, records queued before a writer submits them: the host's
+ * next poll (or a flush, or anything that waits for records) submits the
+ * rest, a loop's turn of writes as one request per run adjacent in the
+ * ring.  One io_submit per record cost the epoll example's loop ~25 us of
+ * each request. */
+#define PLUG_RECORDS 32
 /* The completion thread's sweep while records are in flight (with none,
  * it sleeps until one is submitted). */
 #define REAP_BUSY_MS 1
@@ -235,6 +241,7 @@ int wc_blk_aio_start(struct wc_cache *c)
 	for (unsigned i = 0; i < WC_BLK_AIO_SLOTS; i++)
 		b->aio.free[b->aio.n_free++] = WC_BLK_AIO_SLOTS - 1 - i;
 	b->aio.inline_io = b->io != NULL;
+	wc_blk_aread_start(c);
 	if (b->aio.inline_io)
 		return 0;
 	ret = io_setup(WC_BLK_AIO_SLOTS, &b->aio.ctx);
@@ -259,7 +266,10 @@ void wc_blk_aio_stop(struct wc_cache *c)
 {
 	struct wc_blk *b = c->blk;
 
-	if (!b || !b->aio.slots)
+	if (!b)
+		return;
+	wc_blk_aread_stop(c);
+	if (!b->aio.slots)
 		return;
 	if (b->aio.running) {
 		pthread_mutex_lock(&b->aio.lock);
@@ -270,7 +280,9 @@ void wc_blk_aio_stop(struct wc_cache *c)
 		io_destroy(b->aio.ctx);
 		b->aio.running = false;
 	} else if (b->aio.ctx) {
-		/* no_threads: what is still in flight completes here. */
+		/* no_threads: what is still queued or in flight completes
+		 * here. */
+		wc_blk_aio_unplug(c);
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 		while (atomic_load(&b->aio.in_flight) && reap(c, 1, &ts) >= 0)
@@ -311,6 +323,7 @@ int wc_blk_aio_get(struct wc_cache *c, size_t len, struct wc_blk_aslot **out)
 			continue;
 		}
 		pthread_mutex_unlock(&b->aio.lock);
+		wc_blk_aio_unplug(c);
 		reap(c, 1, &ts);
 		pthread_mutex_lock(&b->aio.lock);
 	}
@@ -454,6 +467,22 @@ static void submit_queue(struct wc_cache *c, unsigned max_rounds)
 	}
 }
 
+/* Without threads: submit what the writers queued (wc_blk_aio_submit
+ * leaves up to PLUG_RECORDS queued), before anything waits for records. */
+void wc_blk_aio_unplug(struct wc_cache *c)
+{
+	struct wc_blk *b = c->blk;
+
+	if (b->aio.running || b->aio.inline_io || !b->aio.slots)
+		return;
+	pthread_mutex_lock(&b->aio.sub_lock);
+	if (!b->aio.submitting && b->aio.n_queued) {
+		b->aio.submitting = true;
+		submit_queue(c, UINT_MAX);
+	}
+	pthread_mutex_unlock(&b->aio.sub_lock);
+}
+
 /* The record is queued for submission, and the writer returns: one
  * writer at a time submits the queue -- its own record and those that
  * arrived meanwhile -- and no record waits for a submitter that left
@@ -471,7 +500,7 @@ void wc_blk_aio_submit(struct wc_cache *c, struct wc_blk_aslot *s)
 	}
 	pthread_mutex_lock(&b->aio.sub_lock);
 	b->aio.queue[b->aio.n_queued++] = s;
-	if (b->aio.submitting) {
+	if (b->aio.submitting || (!b->aio.running && b->aio.n_queued < PLUG_RECORDS)) {
 		pthread_mutex_unlock(&b->aio.sub_lock);
 		return;
 	}
@@ -490,7 +519,10 @@ int wc_blk_aio_poll(struct wc_cache *c)
 	struct wc_blk *b = c->blk;
 	int n, total = 0;
 
-	if (b->aio.inline_io || !b->aio.ctx || !atomic_load(&b->aio.in_flight))
+	if (b->aio.inline_io || !b->aio.ctx)
+		return 0;
+	wc_blk_aio_unplug(c);
+	if (!atomic_load(&b->aio.in_flight))
 		return 0;
 	while ((n = reap(c, 0, NULL)) > 0)
 		total += n;
@@ -502,6 +534,7 @@ void wc_blk_aio_wait(struct wc_cache *c, unsigned ms)
 	struct wc_blk *b = c->blk;
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
+	wc_blk_aio_unplug(c);
 	if (!b->aio.inline_io && b->aio.ctx && !b->aio.running && atomic_load(&b->aio.in_flight))
 		reap(c, 1, &ts);
 }
@@ -513,7 +546,8 @@ bool wc_blk_aio_reaper(struct wc_cache *c)
 
 bool wc_blk_aio_busy(struct wc_cache *c)
 {
-	return c->blk->aio.slots && atomic_load_explicit(&c->blk->aio.in_flight, memory_order_relaxed);
+	return c->blk->aio.slots && (atomic_load_explicit(&c->blk->aio.in_flight, memory_order_relaxed) ||
+	                             __atomic_load_n(&c->blk->aio.n_queued, __ATOMIC_RELAXED));
 }
 
 bool wc_blk_aio_read(struct wc_cache *c, void *dst, uint64_t where, size_t len)
@@ -542,6 +576,7 @@ int wc_blk_aio_drain(struct wc_cache *c)
 
 	if (!b->aio.slots)
 		return 0;
+	wc_blk_aio_unplug(c);
 	for (unsigned i = 0; i < WC_BLK_AIO_SLOTS; i++)
 		seen[i] = atomic_load(&b->aio.slots[i].use);
 	for (unsigned i = 0; i < WC_BLK_AIO_SLOTS; i++) {

@@ -186,6 +186,16 @@ struct wc_blk {
 		atomic_bool stop;
 	} aio;
 
+	/* The host's eventfd (wc_event_fd; -1 until it has one): write-back's
+	 * device reads signal it as they end, so that a loop wakes for the
+	 * next step then, not at its next deadline. */
+	int host_efd;
+
+	struct {
+		io_context_t ctx;            /* aread.c; 0: reads are synchronous */
+		atomic_uint in_flight;
+	} rd;
+
 	struct wc_blk_stats st;
 	uint64_t recover_ns;     /* the last recovery's time (wcbench recover) */
 };
@@ -203,6 +213,21 @@ struct wc_blk_rd {
 	uint64_t off;
 };
 #define WC_BLK_RD_MAX 64u
+/* Reads in flight for a caller that does not wait for them (write-back's
+ * job): set rd[] and n, start, then ask whether they are reaped. */
+struct wc_blk_rd_batch {
+	struct wc_blk_rd rd[WC_BLK_RD_MAX];
+	struct iocb cb[WC_BLK_RD_MAX];
+	unsigned n, out;   /* reads; submitted and not yet reaped */
+	int err;           /* the first failure */
+};
+/* Submit them all on ctx; without one (or with the test hooks) read them
+ * here.  0 or -errno, also kept in err (those submitted before it are out). */
+int wc_blk_pread_start(struct wc_cache *c, io_context_t ctx, struct wc_blk_rd_batch *rb, const char *what);
+/* True once none is out (`wait`: waits for them); a short read's rest is
+ * read here.  A failed context is sticky: reads may still land. */
+bool wc_blk_pread_reaped(struct wc_cache *c, io_context_t ctx, struct wc_blk_rd_batch *rb, bool wait,
+                         const char *what);
 int wc_blk_pread_many(struct wc_cache *c, io_context_t ctx, const struct wc_blk_rd *rd, unsigned n,
                       const char *what);
 int wc_blk_pwrite(struct wc_cache *c, const void *buf, size_t len, uint64_t off, bool dsync,
@@ -242,6 +267,40 @@ int wc_blk_seg_alloc(struct wc_cache *c, struct wc_blk_seg *sg, uint64_t seg);
 /* io.c */
 ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t offset, bool fua);
 ssize_t wc_blk_read(struct wc_cache *c, void *buf, size_t len, uint64_t offset);
+/* A block's current version as a read found it. */
+struct wc_blk_found {
+	uint32_t idx;     /* WC_NIL: a miss */
+	uint16_t gen;     /* the entry's generation then: it moves when freed */
+	bool inflight;    /* its record's write is in flight: aio.c has the data */
+	uint64_t where;   /* device offset of its data */
+};
+/* Look one block up (counted as a read); false for a miss. */
+bool wc_blk_find(struct wc_cache *c, uint64_t block, struct wc_blk_found *f);
+/* Whether the version found is still there (read its data, then ask). */
+bool wc_blk_found_still(struct wc_cache *c, const struct wc_blk_found *f);
+
+/* aread.c: without threads, a read's cached blocks read from the device
+ * without waiting.  The request's fields before `iocb` are the caller's. */
+struct wc_blk_aread {
+	void *buf;                /* one block, aligned for O_DIRECT */
+	uint64_t block;
+	/* 1: buf holds the block's cached version; 0: it is not cached (any
+	 * more): read the origin; -errno (message set) */
+	void (*done)(struct wc_blk_aread *r, int res);
+	int resfd;                /* an eventfd the device's completion signals, or -1 */
+	struct iocb iocb;
+	struct wc_blk_found f;
+};
+int wc_blk_aread_start(struct wc_cache *c);
+void wc_blk_aread_stop(struct wc_cache *c);
+/* 1 or 0 (as done() would say, done() not called), 2: in flight, done()
+ * comes from a later wc_blk_aread_poll; -errno. */
+int wc_blk_aread(struct wc_cache *c, struct wc_blk_aread *r);
+/* Complete what the device finished (done() runs here): the count, or
+ * -errno when the context failed.  `wait_ms` > 0: wait that long for one. */
+int wc_blk_aread_poll(struct wc_cache *c, unsigned wait_ms);
+bool wc_blk_aread_busy(struct wc_cache *c);
+
 /* Whether a write of `len` bytes finds its entries and its place in the
  * ring now, without waiting for write-back (an event loop's write is
  * refused with -EAGAIN instead).  A write that spans more than the head
@@ -278,6 +337,8 @@ int wc_blk_aio_drain(struct wc_cache *c);
 /* no_threads: complete the records the device finished, without waiting.
  * Their count, or -errno (the cache is then in error state). */
 int wc_blk_aio_poll(struct wc_cache *c);
+/* no_threads: submit the records writers left queued. */
+void wc_blk_aio_unplug(struct wc_cache *c);
 /* no_threads: complete at least one record in flight, waiting up to `ms`
  * for the device (a wait for records no thread of ours reaps). */
 void wc_blk_aio_wait(struct wc_cache *c, unsigned ms);

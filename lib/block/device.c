@@ -363,6 +363,78 @@ int wc_blk_pread_many(struct wc_cache *c, io_context_t ctx, const struct wc_blk_
 	return ret;
 }
 
+int wc_blk_pread_start(struct wc_cache *c, io_context_t ctx, struct wc_blk_rd_batch *rb, const char *what)
+{
+	struct wc_blk *b = c->blk;
+	struct iocb *p[WC_BLK_RD_MAX];
+
+	rb->out = 0;
+	rb->err = 0;
+	if (!ctx || b->io) {
+		for (unsigned i = 0; i < rb->n && !rb->err; i++)
+			rb->err = wc_blk_pread(c, rb->rd[i].buf, rb->rd[i].len, rb->rd[i].off, what);
+		return rb->err;
+	}
+	for (unsigned i = 0; i < rb->n; i++) {
+		io_prep_pread(&rb->cb[i], b->fd, rb->rd[i].buf, rb->rd[i].len, (long long)rb->rd[i].off);
+		rb->cb[i].data = &rb->rd[i];
+		if (b->host_efd >= 0)
+			io_set_eventfd(&rb->cb[i], b->host_efd);
+		p[i] = &rb->cb[i];
+	}
+	while (rb->out < rb->n) {
+		int r = io_submit(ctx, (long)(rb->n - rb->out), p + rb->out);
+
+		if (r > 0) {
+			rb->out += (unsigned)r;
+		} else if (r != -EAGAIN && r != -EINTR) {
+			rb->err = wc_err_sys(r, "%s: %s: submitting %u reads", c->cache_path, what, rb->n - rb->out);
+			break;
+		}
+	}
+	atomic_fetch_add_explicit(&b->st.device_reads, rb->out, memory_order_relaxed);
+	return rb->err;
+}
+
+bool wc_blk_pread_reaped(struct wc_cache *c, io_context_t ctx, struct wc_blk_rd_batch *rb, bool wait,
+                         const char *what)
+{
+	struct io_event ev[WC_BLK_RD_MAX];
+	struct timespec zero = { 0, 0 };
+
+	while (rb->out) {
+		int r = io_getevents(ctx, wait ? 1 : 0, (long)rb->out, ev, wait ? NULL : &zero);
+
+		if (r == -EINTR)
+			continue;
+		if (r < 0) {
+			/* The context failed and the reads may still land in
+			 * the buffer: nothing in it can be trusted (sticky). */
+			rb->err = wc_err_sys(r, "%s: %s: waiting for reads", c->cache_path, what);
+			wc_set_error(c, -EIO, wc_errmsg());
+			rb->out = 0;
+			return true;
+		}
+		if (r == 0 && !wait)
+			return false;
+		for (int i = 0; i < r; i++) {
+			const struct wc_blk_rd *d = ev[i].data;
+			long res = (long)ev[i].res;
+
+			if (rb->err)
+				continue;
+			if (res < 0)
+				rb->err = wc_err_sys((int)res, "%s: %s: read of %zu bytes at %llu", c->cache_path,
+				                     what, d->len, (unsigned long long)d->off);
+			else if ((size_t)res != d->len) /* short: the rest here */
+				rb->err = wc_blk_pread(c, (char *)d->buf + res, d->len - (size_t)res,
+				                       d->off + (uint64_t)res, what);
+		}
+		rb->out -= (unsigned)r;
+	}
+	return true;
+}
+
 int wc_blk_pwrite(struct wc_cache *c, const void *buf, size_t len, uint64_t off, bool dsync,
                   const char *what)
 {

@@ -414,12 +414,7 @@ ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t o
 
 #define READ_BATCH 64u
 
-struct found {
-	uint32_t idx;     /* WC_NIL: a miss */
-	uint16_t gen;
-	bool inflight;    /* its record's write is in flight: aio.c has the data */
-	uint64_t where;
-};
+#define found wc_blk_found
 
 static void look_up(struct wc_cache *c, uint64_t block, unsigned n, struct found *f)
 {
@@ -444,6 +439,17 @@ static void look_up(struct wc_cache *c, uint64_t block, unsigned n, struct found
 static bool still(struct wc_cache *c, const struct found *f)
 {
 	return __atomic_load_n(&c->e[f->idx].gen, __ATOMIC_ACQUIRE) == f->gen;
+}
+
+bool wc_blk_find(struct wc_cache *c, uint64_t block, struct wc_blk_found *f)
+{
+	look_up(c, block, 1, f);
+	return f->idx != WC_NIL;
+}
+
+bool wc_blk_found_still(struct wc_cache *c, const struct wc_blk_found *f)
+{
+	return still(c, f);
 }
 
 /* Read `len` bytes from the device at `off` into dst, through an aligned

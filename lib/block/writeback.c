@@ -198,6 +198,10 @@ struct wb_job {
 	unsigned n, next;            /* its items; the first not yet written */
 	unsigned k, nr;              /* the window out: its items, its requests */
 	int submit_err;              /* the window's submission stopped on it */
+	const struct wc_blk_wb_item *win; /* the window's items */
+	bool reading;                /* its device reads are out */
+	size_t src[WB_MAX_BLOCKS];   /* where each item's data lands in the buffer */
+	struct wc_blk_rd_batch rb;
 	bool flushing;
 	struct wb_req flush;
 	atomic_uint pending;         /* requests out; last touched by done() */
@@ -238,21 +242,17 @@ static int req_submit(struct wc_cache *c, struct wb_job *j, struct wb_req *r)
  * from the cache device to write back 20. */
 #define WB_READ_GAP (16u << 10)
 
-/* Read a window of items -- their data, runs closer than WB_READ_GAP read
- * as one, all reads submitted together -- and send them to the origin,
- * runs contiguous there as one request.  0 or -errno, also kept for
- * window_end (a failed read: nothing is out; a refused submission: the
- * requests sent before it are). */
-static int window_submit(struct wc_cache *c, struct wb_job *j, const struct wc_blk_wb_item *it,
-                         unsigned n)
+/* Start reading a window of items -- their data, runs closer than
+ * WB_READ_GAP read as one, all reads submitted together; window_send
+ * sends them to the origin once read. */
+static void window_read(struct wc_cache *c, struct wb_job *j, const struct wc_blk_wb_item *it, unsigned n)
 {
 	struct wc_blk *b = c->blk;
 	uint32_t bs = c->layout.block_size;
-	struct wc_blk_rd rd[WC_BLK_RD_MAX] = { { 0 } };
-	size_t src[WB_MAX_BLOCKS], used = 0;
-	unsigned nr = 0, n_rd = 0, k = 0;
+	struct wc_blk_rd *rd = j->rb.rd;
+	size_t used = 0;
+	unsigned n_rd = 0, k = 0;
 	char *buf = b->wb.buf;
-	int ret;
 
 	while (k < n && k < WB_MAX_BLOCKS && (!k || it[k].where > it[k - 1].where)) {
 		struct wc_blk_rd *last = n_rd ? &rd[n_rd - 1] : NULL;
@@ -272,25 +272,45 @@ static int window_submit(struct wc_cache *c, struct wb_job *j, const struct wc_b
 			last = &rd[n_rd - 1];
 			used += bs;
 		}
-		src[k++] = (size_t)((char *)last->buf - buf) + (size_t)(w - last->off);
+		j->src[k++] = (size_t)((char *)last->buf - buf) + (size_t)(w - last->off);
 	}
-	j->k = j->nr = 0;
-	ret = wc_blk_pread_many(c, b->wb.ctx, rd, n_rd, "write-back read");
-	if (ret) {
+	j->win = it;
+	j->k = k;
+	j->nr = 0;
+	j->submit_err = 0;
+	j->rb.n = n_rd;
+	wc_blk_pread_start(c, b->wb.ctx, &j->rb, "write-back read");
+	j->reading = true;
+}
+
+/* The window is read: send its items to the origin, runs contiguous
+ * there as one request.  A refused submission is kept for window_end
+ * (the requests sent before it are out). */
+static void window_send(struct wc_cache *c, struct wb_job *j)
+{
+	uint32_t bs = c->layout.block_size;
+	const struct wc_blk_wb_item *it = j->win;
+	char *buf = c->blk->wb.buf;
+	unsigned nr = 0;
+	int ret;
+
+	j->reading = false;
+	if (j->rb.err) {
 		/* Dirty data the cache cannot read back: its own medium's
 		 * failure, not the origin's. */
 		wc_set_error(c, -EIO, wc_errmsg());
-		return j->submit_err = ret;
+		j->submit_err = j->rb.err;
+		return;
 	}
-	for (unsigned i = 0; i < k; i++) {
+	for (unsigned i = 0; i < j->k; i++) {
 		/* Packed to the front, in order (each moves down, never over
 		 * one not yet moved): a run of origin blocks written one after
 		 * the other becomes one origin request. */
 		char *data = buf + (size_t)i * bs;
 		struct iovec *last = nr ? &j->req[nr - 1].iov : NULL;
 
-		if (src[i] != (size_t)i * bs)
-			memmove(data, buf + src[i], bs);
+		if (j->src[i] != (size_t)i * bs)
+			memmove(data, buf + j->src[i], bs);
 		if (last && j->req[nr - 1].io.offset + last->iov_len == (it[i].origin << c->block_shift) &&
 		    (char *)last->iov_base + last->iov_len == data &&
 		    last->iov_len < ((size_t)c->cfg.writeback_max_io_kib << 10)) {
@@ -302,8 +322,6 @@ static int window_submit(struct wc_cache *c, struct wb_job *j, const struct wc_b
 		                                       .iovcnt = 1, .offset = it[i].origin << c->block_shift };
 		nr++;
 	}
-	j->k = k;
-	j->submit_err = 0;
 	/* All out first: a remote origin pays its latency once per window. */
 	for (unsigned i = 0; i < nr; i++) {
 		ret = req_submit(c, j, &j->req[i]);
@@ -315,7 +333,6 @@ static int window_submit(struct wc_cache *c, struct wb_job *j, const struct wc_b
 		}
 		j->nr++;
 	}
-	return j->submit_err;
 }
 
 /* The window's requests are all back: one that failed or came back short
@@ -414,6 +431,7 @@ static int job_begin(struct wc_cache *c, struct wb_job *j)
 	j->next = j->k = j->nr = 0;
 	j->submit_err = 0;
 	j->flushing = false;
+	j->reading = false;
 	__atomic_store_n(&b->wb.job_out, true, __ATOMIC_RELAXED);
 	return 1;
 }
@@ -453,9 +471,14 @@ static int writeback_segment(struct wc_cache *c, bool wait)
 		if (ret <= 0)
 			return ret;
 		if (j->n)
-			window_submit(c, j, j->it, j->n); /* a failure: window_end's */
+			window_read(c, j, j->it, j->n); /* a failure: window_end's */
 	}
 	for (;;) {
+		if (j->reading) {
+			if (!wc_blk_pread_reaped(c, c->blk->wb.ctx, &j->rb, wait, "write-back read"))
+				return -EINPROGRESS;
+			window_send(c, j);
+		}
 		if (!job_reaped(c, j, wait))
 			return -EINPROGRESS;
 		if (j->flushing)
@@ -467,7 +490,7 @@ static int writeback_segment(struct wc_cache *c, bool wait)
 			j->next += (unsigned)ret;
 		}
 		if (j->next < j->n) {
-			window_submit(c, j, j->it + j->next, j->n - j->next);
+			window_read(c, j, j->it + j->next, j->n - j->next);
 			continue;
 		}
 		if (!j->n)
@@ -492,7 +515,9 @@ int wc_blk_wb_write_window(struct wc_cache *c, const struct wc_blk_wb_item *it, 
 {
 	struct wb_job *j = c->blk->wb.job; /* idle: wc_blk_wb_job_settle */
 
-	window_submit(c, j, it, n);
+	window_read(c, j, it, n);
+	wc_blk_pread_reaped(c, c->blk->wb.ctx, &j->rb, true, "write-back read");
+	window_send(c, j);
 	job_reaped(c, j, true);
 	return window_end(c, j);
 }
@@ -642,7 +667,7 @@ int wc_blk_wb_deadline_ms(struct wc_cache *c)
 	if (autocommit_due(c) || reclaim_due(c, false))
 		return 0;
 	if (__atomic_load_n(&b->wb.job_out, __ATOMIC_RELAXED))
-		return WB_NOT_READY_MS; /* its requests are out */
+		return WB_NOT_READY_MS; /* its reads or requests are out */
 	if (wb_due(c, false, &active)) {
 		uint64_t ns = wc_wb_retry_in_ns(c);
 
