@@ -16,9 +16,8 @@
  *   no_threads             no thread of ours: a read's misses go to the
  *                          origin as asynchronous requests, completed by the
  *                          host's wc_poll_timeout() (on the block medium its
- *                          hits are device reads, done in wc_submit: a
- *                          disk's fraction of a millisecond, where a miss
- *                          costs the origin's latency); a write that needs room
+ *                          cached blocks are device reads in flight, the
+ *                          same way); a write that needs room
  *                          is refused with -EAGAIN until the host's polls
  *                          have written enough back.
  *

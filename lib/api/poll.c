@@ -16,7 +16,9 @@
  *
  * The origin announces its completions on no descriptor, so while any of
  * its requests are out the deadline is WC_HOST_ORIGIN_POLL_MS; so is the
- * block medium's device while its records are in flight.
+ * block medium's while its records, its reads of cached blocks or
+ * write-back's reads are out (the reads also signal the host's eventfd
+ * as they end).
  *
  * A synchronous write that finds no free block (no_threads) waits for
  * these steps: for another thread's, when one polls (the host's loop), or

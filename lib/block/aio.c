@@ -40,11 +40,13 @@
  *
  * Without threads (no_threads: the host's wc_poll drives the cache) there
  * is no completion thread: the host's polls take what the device finished
- * (wc_blk_aio_poll), as do the writers past REAP_AT and wc_flush, and the
- * one submitter submits the whole queue.  A write then costs its
- * io_submit, not its device write: the epoll example's loop on the block
- * medium, whose every write was a synchronous O_DIRECT write, spent most
- * of its blocked time in them.
+ * (wc_blk_aio_poll), as do the writers past REAP_AT and wc_flush.  Records
+ * wait in the queue (up to PLUG_RECORDS) for the host's next poll, or for
+ * anything that waits for records (wc_blk_aio_unplug), and its submitter
+ * submits the whole queue.  A write then costs a copy into its slot, not
+ * its device write: the epoll example's loop on the block medium, whose
+ * every write was a synchronous O_DIRECT write, spent most of its blocked
+ * time in them.
  *
  * With the test hooks (the power-failure simulator), or when the system has
  * no aio context left, the record is written at once and completed inline,
@@ -282,9 +284,9 @@ void wc_blk_aio_stop(struct wc_cache *c)
 	} else if (b->aio.ctx) {
 		/* no_threads: what is still queued or in flight completes
 		 * here. */
-		wc_blk_aio_unplug(c);
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
+		wc_blk_aio_unplug(c);
 		while (atomic_load(&b->aio.in_flight) && reap(c, 1, &ts) >= 0)
 			;
 		io_destroy(b->aio.ctx);

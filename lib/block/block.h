@@ -8,9 +8,13 @@
  *   log.c        the ring of segments: reserve room for a record, close a
  *                full segment, write its summary
  *   io.c         write (one record, one device write), read, flush, discard
+ *   aio.c        records without FUA in flight
+ *   aread.c      without threads, a read's cached blocks in flight
  *   recover.c    format, and the DRAM state rebuilt from the summaries
- *   writeback.c  the medium's thread: autocommit, summaries, write-back of
- *                the oldest dirty segment, reclaim of the tail
+ *   writeback.c  the medium's thread (or the host's steps): autocommit,
+ *                summaries, write-back of the oldest dirty segment, reclaim
+ *                of the tail
+ *   wbjob.c      one segment's write-back, a job across steps
  *   range.c      write-back of a range of the origin, and its cache-only
  *                invalidation
  *
@@ -382,6 +386,14 @@ int wc_blk_wb_write_window(struct wc_cache *c, const struct wc_blk_wb_item *it, 
 /* Write-back's end for these items: clean (ok) or dirty again; those a
  * newer version superseded meanwhile are freed now. */
 void wc_blk_wb_finish(struct wc_cache *c, const struct wc_blk_wb_item *it, unsigned n, bool ok);
+/* wbjob.c: the write-back of the oldest dirty segment, or the one begun
+ * (wb.step held).  1: done, 0: not ready yet (records in flight, no
+ * summary yet), -EINPROGRESS: its reads or requests are out (without
+ * `wait`: a later call goes on), -errno. */
+int wc_blk_wb_segment(struct wc_cache *c, bool wait);
+int wc_blk_wb_job_new(struct wc_cache *c);
+/* Versions per write-back window: its buffer holds them and their gaps. */
+#define WC_BLK_WB_WINDOW 256u
 /* wb.step just taken: end the segment write-back the host's steps left
  * with requests out (without threads), waiting for them, so that the
  * holder has write-back to itself.  Its failure is write-back's (the
