@@ -114,11 +114,12 @@ static int built(enum wc_strategy_id id)
 	return s && s->copy;
 }
 
-/* The widest NT store a CPU with every feature gets from this build. */
+/* The widest NT store a pretended CPU with every feature gets from this
+ * build: the first-use measurement runs on the real CPU, so only with the
+ * features it has too (a Zen 5 VM without AVX-512 gets AVX2). */
 static const char *widest_nt(void)
 {
-	return built(WC_STRAT_NT_AVX512) ? "nt-avx512" : built(WC_STRAT_NT_AVX2) ? "nt-avx2" :
-	                                                                             "nt-sse2";
+	return wc_strategy_get(wc_strategy_best_nt(all_x86 & wc_cpu_get()->features))->name;
 }
 
 static void resolve_ok(struct wc_persist_policy *p, const struct wc_pmem_config *cfg,
