@@ -49,12 +49,15 @@ static wc_cache *open_block_on(struct fault_origin *fo, const char *opts, bool c
 	return c;
 }
 
-/* Poll without waiting until the origin has requests out after a poll
- * returned; false if it never did. */
+/* Poll until the origin has requests out after a poll returned; false if
+ * it never did.  A poll may wait a little for the device (write-back's
+ * reads come first, and a loaded machine takes its time), never for the
+ * origin: a step that waited for the origin would return with nothing
+ * out, every time. */
 static bool poll_until_out(wc_cache *c, struct fault_origin *fo)
 {
-	for (unsigned i = 0; i < 200; i++) {
-		ck_assert_int_ge(wc_poll_timeout(c, 64, 0), 0);
+	for (unsigned i = 0; i < 2000; i++) {
+		ck_assert_int_ge(wc_poll_timeout(c, 64, 2), 0);
 		if (counters(fo).inflight || counters(fo).flushes_inflight)
 			return true;
 	}

@@ -414,9 +414,7 @@ ssize_t wc_blk_write(struct wc_cache *c, const void *buf, size_t len, uint64_t o
 
 #define READ_BATCH 64u
 
-#define found wc_blk_found
-
-static void look_up(struct wc_cache *c, uint64_t block, unsigned n, struct found *f)
+static void look_up(struct wc_cache *c, uint64_t block, unsigned n, struct wc_blk_found *f)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct wc_shard *s = wc_shard_of(c, block + i);
@@ -436,7 +434,7 @@ static void look_up(struct wc_cache *c, uint64_t block, unsigned n, struct found
 	}
 }
 
-static bool still(struct wc_cache *c, const struct found *f)
+static bool still(struct wc_cache *c, const struct wc_blk_found *f)
 {
 	return __atomic_load_n(&c->e[f->idx].gen, __ATOMIC_ACQUIRE) == f->gen;
 }
@@ -495,7 +493,7 @@ static int origin_read(struct wc_cache *c, char *dst, uint64_t block, unsigned n
 
 /* One hit: from its record's buffer while the record is in flight, else
  * (or once it completed during the copy) from the device. */
-static int read_hit(struct wc_cache *c, char *dst, const struct found *f)
+static int read_hit(struct wc_cache *c, char *dst, const struct wc_blk_found *f)
 {
 	if (f->inflight && wc_blk_aio_read(c, dst, f->where, c->layout.block_size))
 		return 0;
@@ -510,7 +508,7 @@ static int read_hit(struct wc_cache *c, char *dst, const struct found *f)
 static int read_batch(struct wc_cache *c, char *dst, uint64_t block, unsigned n, bool *miss)
 {
 	uint32_t bs = c->layout.block_size;
-	struct found f[READ_BATCH];
+	struct wc_blk_found f[READ_BATCH];
 	int ret;
 
 	look_up(c, block, n, f);
