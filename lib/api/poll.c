@@ -39,6 +39,9 @@
 #define WC_HOST_ORIGIN_POLL_MS 1
 /* A loop that polled this recently is driving the cache. */
 #define WC_HOST_DRIVER_MS 100u
+/* A writer without room finds nothing to do for this long before it is
+ * told -ENOSPC. */
+#define WC_HOST_NOTHING_MS 100u
 
 int wc_host_work(struct wc_cache *c, unsigned budget)
 {
@@ -127,8 +130,22 @@ int wc_host_work_for_room(struct wc_cache *c, const char *what)
 	if (n)
 		return n < 0 ? n : 0;
 	due = wc_host_work_deadline_ms(c);
-	if (due < 0 && wc_free_count(c) == 0)
-		return wc_err(-ENOSPC, "%s %s: no free block and nothing to write back", c->cache_path, what);
+	/* Nothing to do here and no block free: another writer's step may
+	 * hold what frees the next ones (its round's blocks in flight), so
+	 * only a while of it is "nothing to write back" (three writers
+	 * without a loop on a loaded machine met it in one run of six). */
+	for (unsigned ms = 0; due < 0 && wc_free_count(c) == 0; ms++) {
+		if (ms == WC_HOST_NOTHING_MS)
+			return wc_err(-ENOSPC, "%s %s: no free block and nothing to write back for %u ms",
+			              c->cache_path, what, WC_HOST_NOTHING_MS);
+		n = wc_origin_poll(&c->origin, 1, 1000000);
+		if (n < 0 && n != -EINTR && n != -EAGAIN && n != -ETIMEDOUT)
+			return n;
+		n = wc_host_work(c, 64);
+		if (n)
+			return n < 0 ? n : 0;
+		due = wc_host_work_deadline_ms(c);
+	}
 	/* Write-back's requests are out: the first completion, or a
 	 * millisecond, whichever comes first. */
 	if (due != 0) {

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "origin_testutil.h"
 
@@ -168,6 +169,23 @@ static inline int open_fds(void)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(fscanf(p, "%d", &n), 1);
 	pclose(p);
+	return n;
+}
+
+/* open_fds() once it is back to `want`, else what it still is after a
+ * second: another thread (libnbd's, the sanitizer's) may hold a
+ * descriptor for a moment -- the ASan build once counted one more -- while
+ * a leaked one stays. */
+static inline int open_fds_settled(int want)
+{
+	int n = open_fds();
+
+	for (int i = 0; i < 100 && n != want; i++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		n = open_fds();
+	}
 	return n;
 }
 
