@@ -209,8 +209,7 @@ struct wc_blk {
 int wc_blk_device_open(struct wc_cache *c, bool create, uint64_t create_size);
 void wc_blk_device_close(struct wc_cache *c);
 int wc_blk_pread(struct wc_cache *c, void *buf, size_t len, uint64_t off, const char *what);
-/* Several reads at once through ctx (submitted together, all waited for);
- * one by one without a context or under the test hooks. */
+/* One of several reads at once (struct wc_blk_rd_batch). */
 struct wc_blk_rd {
 	void *buf;
 	size_t len;
@@ -232,8 +231,6 @@ int wc_blk_pread_start(struct wc_cache *c, io_context_t ctx, struct wc_blk_rd_ba
  * read here.  A failed context is sticky: reads may still land. */
 bool wc_blk_pread_reaped(struct wc_cache *c, io_context_t ctx, struct wc_blk_rd_batch *rb, bool wait,
                          const char *what);
-int wc_blk_pread_many(struct wc_cache *c, io_context_t ctx, const struct wc_blk_rd *rd, unsigned n,
-                      const char *what);
 int wc_blk_pwrite(struct wc_cache *c, const void *buf, size_t len, uint64_t off, bool dsync,
                   const char *what);
 int wc_blk_fdatasync(struct wc_cache *c, const char *what);
@@ -311,10 +308,6 @@ bool wc_blk_aread_busy(struct wc_cache *c);
  * segment's room and one free segment may still wait; so may one that
  * loses a race with another thread's. */
 bool wc_blk_write_has_room(struct wc_cache *c, uint64_t len);
-/* The cached ones of blocks [block, block + n) into buf; miss[i] says
- * which it left for the caller to read from the origin (an event loop's
- * read: without waiting for it).  0 or -errno. */
-int wc_blk_read_cached(struct wc_cache *c, void *buf, uint64_t block, unsigned n, bool *miss);
 int wc_blk_flush(struct wc_cache *c, bool count);
 int wc_blk_discard(struct wc_cache *c, uint64_t offset, uint64_t len);
 /* A record without FUA of n blocks and len bytes reached the device. */

@@ -502,10 +502,8 @@ static int read_hit(struct wc_cache *c, char *dst, const struct wc_blk_found *f)
 
 /* Up to READ_BATCH blocks: runs of hits contiguous on the device are one
  * read, runs of misses one origin request; a hit whose generation moved
- * during its read is read again alone.  With `miss`, misses are not read
- * but marked there (the caller reads them from the origin, without
- * waiting). */
-static int read_batch(struct wc_cache *c, char *dst, uint64_t block, unsigned n, bool *miss)
+ * during its read is read again alone. */
+static int read_batch(struct wc_cache *c, char *dst, uint64_t block, unsigned n)
 {
 	uint32_t bs = c->layout.block_size;
 	struct wc_blk_found f[READ_BATCH];
@@ -516,8 +514,6 @@ static int read_batch(struct wc_cache *c, char *dst, uint64_t block, unsigned n,
 		if (f[i].idx == WC_NIL) {
 			for (j = i + 1; j < n && f[j].idx == WC_NIL; j++)
 				;
-			if (miss)
-				continue; /* marked below */
 			ret = origin_read(c, dst + (size_t)i * bs, block + i, j - i);
 		} else if (f[i].inflight) {
 			j = i + 1;
@@ -533,35 +529,13 @@ static int read_batch(struct wc_cache *c, char *dst, uint64_t block, unsigned n,
 			return ret;
 	}
 	for (unsigned i = 0; i < n; i++) {
-		if (miss)
-			miss[i] = f[i].idx == WC_NIL;
-		/* A hit that moved: a newer version, or gone -- written back
-		 * and reclaimed, so the origin holds what it held. */
 		while (f[i].idx != WC_NIL && !still(c, &f[i])) {
 			look_up(c, block + i, 1, &f[i]);
-			if (f[i].idx == WC_NIL && miss) {
-				miss[i] = true;
-				break;
-			}
 			ret = f[i].idx == WC_NIL ? origin_read(c, dst + (size_t)i * bs, block + i, 1)
 			                         : read_hit(c, dst + (size_t)i * bs, &f[i]);
 			if (ret)
 				return ret;
 		}
-	}
-	return 0;
-}
-
-int wc_blk_read_cached(struct wc_cache *c, void *buf, uint64_t block, unsigned n, bool *miss)
-{
-	char *dst = buf;
-
-	for (unsigned i = 0; i < n; i += READ_BATCH) {
-		unsigned k = n - i < READ_BATCH ? n - i : READ_BATCH;
-		int ret = read_batch(c, dst + ((size_t)i << c->block_shift), block + i, k, miss + i);
-
-		if (ret)
-			return ret;
 	}
 	return 0;
 }
@@ -573,7 +547,7 @@ ssize_t wc_blk_read(struct wc_cache *c, void *buf, size_t len, uint64_t offset)
 
 	while (block < end) {
 		unsigned n = end - block < READ_BATCH ? (unsigned)(end - block) : READ_BATCH;
-		int ret = read_batch(c, dst, block, n, NULL);
+		int ret = read_batch(c, dst, block, n);
 
 		if (ret)
 			return ret;
