@@ -23,30 +23,9 @@
 #define LOOP_OPTS "no_threads=1,high_watermark=10,low_watermark=5,max_age_ms=0"
 #define SLOW_US 20000
 
-static char block_path[PATH_MAX];
-
 static wc_cache *open_block_on(struct fault_origin *fo, const char *opts, bool create)
 {
-	struct wc_config cfg;
-	char all[256];
-	wc_cache *c = NULL;
-	int ret;
-
-	if (create) {
-		const char *dir = getenv("WC_TEST_DISK_DIR");
-
-		snprintf(block_path, sizeof(block_path), "%s/wcloop-%d.cache", dir && *dir ? dir : "/var/tmp",
-		         (int)getpid());
-		unlink(block_path);
-		snprintf(all, sizeof(all), "medium=block,cache_size=%u,%s", CACHE_BYTES, opts);
-	} else {
-		snprintf(all, sizeof(all), "%s", opts);
-	}
-	parse_opts(&cfg, all, !create);
-	ret = create ? wc_create_origin(&c, block_path, fault_origin_origin(fo), &cfg)
-	             : wc_open_origin(&c, block_path, fault_origin_origin(fo), &cfg);
-	ck_assert_msg(ret == 0, "block medium: %s", wc_errmsg());
-	return c;
+	return create ? create_block_on(fo, "wcloop", CACHE_BYTES, opts) : reopen_block_on(fo, opts);
 }
 
 /* Poll until the origin has requests out after a poll returned; false if

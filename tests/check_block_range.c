@@ -24,51 +24,26 @@
 /* No write-back of its own while a test looks: neither watermarks nor age. */
 #define QUIET "high_watermark=100,low_watermark=99,max_age_ms=0"
 
-static char block_path[PATH_MAX];
 /* The loop's run: 0 with the cache's threads, 1 without (the block
  * medium's range requests then run inside wc_submit). */
 static const char *mode_opts[] = { QUIET, QUIET ",no_threads=1" };
 static const char *opts_now = QUIET;
 
-static void block_file(void)
+static wc_cache *block_on(struct fault_origin *fo, const char *opts)
 {
-	const char *dir = getenv("WC_TEST_DISK_DIR");
-
-	snprintf(block_path, sizeof(block_path), "%s/wcrange-%d.cache", dir && *dir ? dir : "/var/tmp",
-	         (int)getpid());
-	unlink(block_path);
+	return create_block_on(fo, "wcrange", CACHE_BYTES, opts);
 }
 
-static wc_cache *create_block_on(struct fault_origin *fo, const char *opts)
-{
-	struct wc_config cfg;
-	char all[256];
-	wc_cache *c = NULL;
-	int ret;
-
-	block_file();
-	snprintf(all, sizeof(all), "medium=block,cache_size=%u,%s", CACHE_BYTES, opts);
-	parse_opts(&cfg, all, false);
-	ret = wc_create_origin(&c, block_path, fault_origin_origin(fo), &cfg);
-	ck_assert_msg(ret == 0, "block medium: %s", wc_errmsg());
-	return c;
-}
-
-/* A cache in the loop's mode, which reopen_block_on keeps. */
+/* A cache in the loop's mode, which reopen_mode keeps. */
 static wc_cache *create_mode(struct fault_origin *fo, int i)
 {
 	opts_now = mode_opts[i];
-	return create_block_on(fo, opts_now);
+	return block_on(fo, opts_now);
 }
 
-static wc_cache *reopen_block_on(struct fault_origin *fo)
+static wc_cache *reopen_mode(struct fault_origin *fo)
 {
-	struct wc_config cfg;
-	wc_cache *c = NULL;
-
-	parse_opts(&cfg, opts_now, true);
-	ck_assert_msg(wc_open_origin(&c, block_path, fault_origin_origin(fo), &cfg) == 0, "%s", wc_errmsg());
-	return c;
+	return reopen_block_on(fo, opts_now);
 }
 
 /* ---- requests ---- */
@@ -200,7 +175,7 @@ START_TEST(test_writeback_range_only)
 	ck_assert_uint_eq(stats(c).dirty_blocks, 48 + 2 + 4);
 	model_check_cache(c, m, "after the range's write-back");
 	ck_assert_int_eq(wc_close(c), 0);
-	c = reopen_block_on(fo);
+	c = reopen_mode(fo);
 	model_check_cache(c, m, "reopened");
 	ck_assert_int_eq(wc_writeback(c), 0);
 	ck_assert_uint_eq(stats(c).dirty_blocks, 0);
@@ -230,7 +205,7 @@ START_TEST(test_writeback_long_range)
 		char opts[160];
 
 		snprintf(opts, sizeof(opts), "block_size=512,%s", opts_now);
-		c = create_block_on(fo, opts);
+		c = block_on(fo, opts);
 	}
 	for (size_t i = 0; i < n_dirty; i++) {
 		ct_fill_block(buf, 512, dirty[i], 10 + i);
@@ -285,7 +260,7 @@ START_TEST(test_invalidate_drops_range)
 	ck_assert_int_eq(wc_close(c), 0);
 	/* The record hides the older versions from recovery too. */
 	origin_set(fo, m, 8, 16, 7000);
-	c = reopen_block_on(fo);
+	c = reopen_mode(fo);
 	for (uint64_t b = 8; b < 24; b++)
 		ck_assert_uint_eq(read_version(c, b), 7000);
 	model_check_cache(c, m, "reopened");
@@ -321,7 +296,7 @@ START_TEST(test_invalidate_then_write)
 	model_check_cache(c, m, "after more invalidations");
 	ck_assert_int_eq(wc_flush(c), 0);
 	ck_assert_int_eq(wc_close(c), 0);
-	c = reopen_block_on(fo);
+	c = reopen_mode(fo);
 	ck_assert_uint_eq(stats(c).dirty_blocks, 1);
 	model_check_cache(c, m, "reopened");
 	ck_assert_int_eq(wc_writeback(c), 0);
@@ -394,7 +369,7 @@ START_TEST(test_invalidate_races_writes)
 	model_check_cache(c, m, "after the race");
 	ck_assert_int_eq(wc_flush(c), 0);
 	ck_assert_int_eq(wc_close(c), 0);
-	c = reopen_block_on(fo);
+	c = reopen_mode(fo);
 	model_check_cache(c, m, "reopened after the race");
 	ck_assert_int_eq(wc_writeback(c), 0);
 	ck_assert_int_eq(wc_close(c), 0);
@@ -419,7 +394,7 @@ START_TEST(test_invalidate_survives_kill)
 	int fd, status;
 	pid_t pid;
 
-	block_file();
+	block_file("wcrange");
 	snprintf(origin_file, sizeof(origin_file), "%s/wcrange-%d.origin", dir && *dir ? dir : "/var/tmp",
 	         (int)getpid());
 	fd = open(origin_file, O_RDWR | O_CREAT | O_TRUNC, 0644);
@@ -515,7 +490,7 @@ START_TEST(test_origin_fails)
 	model_write(c, m, 40, 2, 0);
 	ck_assert_int_eq(wc_flush(c), 0);
 	ck_assert_int_eq(wc_close(c), 0);
-	c = reopen_block_on(fo);
+	c = reopen_mode(fo);
 	ck_assert_uint_eq(stats(c).dirty_blocks, 34);
 	model_check_cache(c, m, "reopened after the failures");
 	fault_origin_set_faults(fo, NULL);

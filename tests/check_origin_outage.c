@@ -99,7 +99,6 @@ static unsigned log_count(void)
 
 static const struct fault_origin_faults down = { .fail_write_nth = 1, .fail_write_persistent = true,
                                                  .fail_flush_nth = 1, .fail_flush_persistent = true };
-static char block_path[PATH_MAX];
 
 static uint64_t wall_ms(void)
 {
@@ -109,38 +108,9 @@ static uint64_t wall_ms(void)
 	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
-/* The block medium's cache file, on a disk-backed file system. */
-static void block_file(void)
+static wc_cache *block_on(struct fault_origin *fo, const char *opts)
 {
-	const char *dir = getenv("WC_TEST_DISK_DIR");
-
-	snprintf(block_path, sizeof(block_path), "%s/wcoutage-%d.cache", dir && *dir ? dir : "/var/tmp",
-	         (int)getpid());
-	unlink(block_path);
-}
-
-static wc_cache *create_block_on(struct fault_origin *fo, const char *opts)
-{
-	struct wc_config cfg;
-	char all[256];
-	wc_cache *c = NULL;
-	int ret;
-
-	block_file();
-	snprintf(all, sizeof(all), "medium=block,cache_size=%u%s%s", BLOCK_CACHE_BYTES, opts ? "," : "",
-	         opts ? opts : "");
-	parse_opts(&cfg, all, false);
-	ret = wc_create_origin(&c, block_path, fault_origin_origin(fo), &cfg);
-	ck_assert_msg(ret == 0, "block medium: %s", wc_errmsg());
-	return c;
-}
-
-static wc_cache *reopen_block_on(struct fault_origin *fo)
-{
-	wc_cache *c = NULL;
-
-	ck_assert_msg(wc_open_origin(&c, block_path, fault_origin_origin(fo), NULL) == 0, "%s", wc_errmsg());
-	return c;
+	return create_block_on(fo, "wcoutage", BLOCK_CACHE_BYTES, opts);
 }
 
 static bool origin_ok(wc_cache *c)
@@ -186,7 +156,7 @@ static void outage_run(bool block, bool no_threads)
 	struct fault_origin *fo = new_origin(ORIGIN_BLOCKS);
 	struct model *m = model_new(ORIGIN_BLOCKS);
 	const char *opts = no_threads ? "no_threads=1" : "high_watermark=20,low_watermark=10";
-	wc_cache *c = block ? create_block_on(fo, opts) : create_on(fo, 64, opts);
+	wc_cache *c = block ? block_on(fo, opts) : create_on(fo, 64, opts);
 	uint64_t t0, b, refused_at = 0;
 	unsigned written = 0;
 	struct wc_stats st;
@@ -244,7 +214,7 @@ static void outage_run(bool block, bool no_threads)
 	model_write(c, m, refused_at + 1, 1, WC_FUA);
 	model_check_cache(c, m, "the origin back");
 	ck_assert_int_eq(wc_close(c), 0);
-	c = block ? reopen_block_on(fo) : reopen_on(fo, NULL);
+	c = block ? reopen_block_on(fo, NULL) : reopen_on(fo, NULL);
 	model_check_cache(c, m, "reopened");
 	ck_assert_int_eq(wc_writeback(c), 0);
 	ck_assert_int_eq(wc_close(c), 0);
@@ -481,7 +451,7 @@ static wc_cache *create_faulty(struct fault_origin *fo, const char *opts)
 	char all[256];
 	wc_cache *c = NULL;
 
-	block_file();
+	block_file("wcoutage");
 	dev.fd = open(block_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	ck_assert_int_ge(dev.fd, 0);
 	ck_assert_int_eq(ftruncate(dev.fd, BLOCK_CACHE_BYTES), 0);
@@ -529,7 +499,7 @@ START_TEST(test_block_media_errors_sticky)
 	assert_sticky(c, m, 3);
 	ck_assert_int_lt(wc_close(c), 0);
 
-	c = reopen_block_on(fo);
+	c = reopen_block_on(fo, NULL);
 	model_check_cache(c, m, "reopened after a read error");
 	for (b = 20; b < 30; b++)
 		model_write(c, m, b, 1, 0);
@@ -540,7 +510,7 @@ START_TEST(test_block_media_errors_sticky)
 	ck_assert_int_lt(wc_close(c), 0);
 
 	/* Summaries are written once segments close: fill a few. */
-	c = reopen_block_on(fo);
+	c = reopen_block_on(fo, NULL);
 	model_check_cache(c, m, "reopened after a record error");
 	atomic_store(&dev.fail_summaries, true);
 	for (b = 100; b < 400 && !stats(c).error; b++) {
@@ -553,7 +523,7 @@ START_TEST(test_block_media_errors_sticky)
 	assert_sticky(c, m, 101);
 	ck_assert_int_lt(wc_close(c), 0);
 
-	c = reopen_block_on(fo);
+	c = reopen_block_on(fo, NULL);
 	model_check_cache(c, m, "reopened after a summary error");
 	ck_assert_int_eq(wc_writeback(c), 0);
 	ck_assert_int_eq(wc_close(c), 0);

@@ -82,6 +82,46 @@ wc_cache *reopen_on(struct fault_origin *fo, const char *opts)
 	return c;
 }
 
+char block_path[PATH_MAX];
+
+void block_file(const char *name)
+{
+	const char *dir = getenv("WC_TEST_DISK_DIR");
+
+	snprintf(block_path, sizeof(block_path), "%s/%s-%d.cache", dir && *dir ? dir : "/var/tmp", name,
+	         (int)getpid());
+	unlink(block_path);
+}
+
+wc_cache *create_block_on(struct fault_origin *fo, const char *name, uint32_t cache_bytes,
+                          const char *opts)
+{
+	struct wc_config cfg;
+	char all[256];
+	wc_cache *c = NULL;
+	int ret;
+
+	block_file(name);
+	snprintf(all, sizeof(all), "medium=block,cache_size=%u%s%s", cache_bytes, opts && *opts ? "," : "",
+	         opts ? opts : "");
+	parse_opts(&cfg, all, false);
+	ret = wc_create_origin(&c, block_path, fault_origin_origin(fo), &cfg);
+	ck_assert_msg(ret == 0, "block medium: %s", wc_errmsg());
+	return c;
+}
+
+wc_cache *reopen_block_on(struct fault_origin *fo, const char *opts)
+{
+	struct wc_config cfg;
+	wc_cache *c = NULL;
+
+	if (opts)
+		parse_opts(&cfg, opts, true);
+	ck_assert_msg(wc_open_origin(&c, block_path, fault_origin_origin(fo), opts ? &cfg : NULL) == 0, "%s",
+	              wc_errmsg());
+	return c;
+}
+
 struct wc_stats stats(wc_cache *c)
 {
 	struct wc_stats st;

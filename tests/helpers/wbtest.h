@@ -48,6 +48,17 @@ extern bool wbtest_sync_flush;
 extern struct wc_origin (*wbtest_wrap_origin)(struct wc_origin o);
 wc_cache *create_on(struct fault_origin *fo, uint64_t cache_blocks, const char *opts);
 wc_cache *reopen_on(struct fault_origin *fo, const char *opts);
+/* The block medium's cache file, on a disk-backed file system (tmpfs takes
+ * no O_DIRECT): WC_TEST_DISK_DIR, else /var/tmp. */
+extern char block_path[PATH_MAX];
+/* Name block_path "<name>-<pid>.cache" and remove what is there. */
+void block_file(const char *name);
+/* A block-medium cache of cache_bytes on the fault origin, in a fresh
+ * block_path; `opts` (NULL: none) follow medium= and cache_size=. */
+wc_cache *create_block_on(struct fault_origin *fo, const char *name, uint32_t cache_bytes,
+                          const char *opts);
+/* The cache in block_path opened again; `opts` NULL: as it was made. */
+wc_cache *reopen_block_on(struct fault_origin *fo, const char *opts);
 struct wc_stats stats(wc_cache *c);
 struct fault_origin_counters counters(struct fault_origin *fo);
 
